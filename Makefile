@@ -1,0 +1,81 @@
+# The two commands of the README:   make book   and   make test
+# Everything else is documented in the README too. Each target creates what it needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+VENDOR := _vendor/.vendored
+export PYTHONPATH := $(CURDIR)
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export PYTHONHASHSEED := 0
+BOOK_FLAGS := -W -n --keep-going
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
+        notebooks clean
+
+help:
+	@echo "make book   build the executed HTML book into _build/html (sets everything up)"
+	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
+	@echo "make lab    JupyterLab on the chapters (sattn importable)"
+	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
+	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
+venv: $(STAMP)
+
+$(VENDOR): tools/vendor_js.sh
+	bash tools/vendor_js.sh
+	touch $@
+
+vendor: $(VENDOR)
+
+book: $(STAMP) $(VENDOR)
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	@echo
+	@echo "The book is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
+
+test-package: $(STAMP)
+	$(BIN)/python -m pytest tests/package -q
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest tests/notebooks -q
+
+test-nbval: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider
+
+test-site: $(STAMP)
+	$(BIN)/python -m pytest tests/site -q
+
+test: $(STAMP) $(VENDOR)
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory test-package; \
+	$(MAKE) --no-print-directory test-notebooks; \
+	$(MAKE) --no-print-directory test-nbval; \
+	$(MAKE) --no-print-directory book; \
+	$(MAKE) --no-print-directory test-site; \
+	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/execute_notebooks.py --all
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+serve:
+	@test -f _build/html/index.html || { echo "no built book: run 'make book' first"; exit 1; }
+	@echo "Serving the book on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
+	$(PYTHON) -m http.server $(PORT) --bind $(HOST) --directory _build/html
+
+clean:
+	rm -rf _build _vendor

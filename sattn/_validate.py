@@ -1,0 +1,136 @@
+"""Argument checking shared by every module of :mod:`sattn`.
+
+Every public function of the package validates its inputs with these helpers, so that bad
+input always produces a :class:`ValueError` (or :class:`TypeError`) whose message names the
+argument, shows what was received and says what was expected. Nothing is silently clipped,
+reshaped or cast to a different meaning.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "as_matrix",
+    "as_vector",
+    "check_int",
+    "check_real",
+    "check_rng",
+]
+
+
+def _describe_shape(a: np.ndarray) -> str:
+    return f"shape {a.shape} (ndim={a.ndim})"
+
+
+def as_float_array(name: str, value, *, ndim: int | None = None, finite: bool = True,
+                   dtype=np.float64) -> np.ndarray:
+    """Convert ``value`` to a float array, checking its rank and finiteness.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in error messages.
+    value : array_like
+        The input.
+    ndim : int, optional
+        Required number of dimensions.
+    finite : bool, default True
+        Reject NaN and infinite entries.
+    dtype : numpy dtype, default float64
+        Floating dtype of the result.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` cannot be read as a real array.
+    ValueError
+        If the rank is wrong or an entry is not finite.
+    """
+    try:
+        a = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - numpy raises many types here
+        raise TypeError(f"{name} must be array-like, got {type(value).__name__}") from exc
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+    if np.iscomplexobj(a):
+        raise TypeError(f"{name} must be real, got complex dtype {a.dtype}")
+    a = a.astype(dtype, copy=False)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got {_describe_shape(a)}")
+    if finite and a.size and not np.all(np.isfinite(a)):
+        bad = np.argwhere(~np.isfinite(a))[0]
+        where = tuple(int(i) for i in bad)
+        raise ValueError(
+            f"{name} must contain only finite numbers, but {name}{list(where)} = {a[where]}"
+        )
+    return a
+
+
+def as_matrix(name: str, value, *, rows: int | None = None, cols: int | None = None,
+              square: bool = False, finite: bool = True) -> np.ndarray:
+    """Validate a 2-D float matrix, optionally with a fixed number of rows or columns."""
+    a = as_float_array(name, value, ndim=2, finite=finite)
+    if rows is not None and a.shape[0] != rows:
+        raise ValueError(f"{name} must have {rows} rows, got shape {a.shape}")
+    if cols is not None and a.shape[1] != cols:
+        raise ValueError(f"{name} must have {cols} columns, got shape {a.shape}")
+    if square and a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {a.shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
+    return a
+
+
+def as_vector(name: str, value, *, size: int | None = None, finite: bool = True) -> np.ndarray:
+    """Validate a 1-D float vector, optionally of a fixed length."""
+    a = as_float_array(name, value, ndim=1, finite=finite)
+    if size is not None and a.shape[0] != size:
+        raise ValueError(f"{name} must have length {size}, got length {a.shape[0]}")
+    return a
+
+
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
+    """Check that ``value`` is an integer in ``[low, high]`` and return it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        lo = "-inf" if low is None else str(low)
+        hi = "inf" if high is None else str(high)
+        raise ValueError(f"{name} must lie in [{lo}, {hi}], got {v}")
+    return v
+
+
+def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """Check that ``value`` is a finite real number in the given interval and return it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    bad = (
+        (low is not None and (v <= low if low_open else v < low))
+        or (high is not None and (v >= high if high_open else v > high))
+    )
+    if bad:
+        lb = "(" if low_open else "["
+        rb = ")" if high_open else "]"
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ValueError(f"{name} must lie in {lb}{lo}, {hi}{rb}, got {v:g}")
+    return v
+
+
+def check_rng(name: str, rng) -> np.random.Generator:
+    """Require a :class:`numpy.random.Generator` (no global state, no bare seeds guessed)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng

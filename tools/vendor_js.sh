@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Vendors the website's JavaScript from the npm registry into _vendor/ (never a CDN at run time):
+# require.js, the ipywidgets HTML manager (embed-amd.js and its fonts) and MathJax 3.
+# Run from the book root; `make vendor` calls it. _vendor/ is generated, not committed.
+set -euo pipefail
+HM=1.0.15 RJS=2.3.8 MJ=3.2.2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && npm pack --silent "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" >/dev/null)
+for t in "$tmp"/*.tgz; do d="${t%.tgz}"; mkdir -p "$d"; tar xzf "$t" -C "$d"; done
+rm -rf _vendor/widgets _vendor/mathjax; mkdir -p _vendor/widgets _vendor/mathjax/output
+hm="$tmp/jupyter-widgets-html-manager-$HM/package/dist"
+cp "$hm"/embed-amd.js "$hm"/*.woff2 "$hm"/*.woff "$hm"/*.ttf "$hm"/*.eot "$hm"/*.svg _vendor/widgets/
+cp "$tmp/requirejs-$RJS/package/require.js" _vendor/widgets/
+cat > _vendor/widgets/require-config.js <<'JS'
+// embed-amd.js derives its asset path from its AMD module id; point that id at this folder so
+// that the widget fonts load from the book itself.
+(function () {
+  var src = document.currentScript.src, base = src.substring(0, src.lastIndexOf("/"));
+  require.config({ paths: { "@jupyter-widgets/html-manager/dist": base } });
+})();
+JS
+mj="$tmp/mathjax-$MJ/package/es5"
+cp "$mj/tex-mml-chtml.js" _vendor/mathjax/
+cp -r "$mj/input" "$mj/a11y" "$mj/ui" "$mj/adaptors" _vendor/mathjax/
+cp -r "$mj/output/chtml" _vendor/mathjax/output/
+echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ into _vendor/"
