@@ -49,11 +49,12 @@ class PrecomputedExplorer(widgets.VBox):
     stored notebooks small and makes nbval compare something meaningful.
     """
 
-    def __init__(self, children, *, grid: Mapping[str, Sequence], sliders, stack):
+    def __init__(self, children, *, grid: Mapping[str, Sequence], sliders, stack, links):
         super().__init__(children=children)
         self.grid = {k: list(v) for k, v in grid.items()}
         self.sliders = sliders
         self.stack = stack
+        self.links = links
 
     @property
     def n_views(self) -> int:
@@ -142,6 +143,8 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
             layout=widgets.Layout(width="320px"),
         ))
 
+    links = []
+
     def build(level: int, fixed: tuple) -> widgets.Stack:
         children = []
         for v in values[level]:
@@ -151,14 +154,14 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
             else:
                 children.append(build(level + 1, params))
         stack = widgets.Stack(children=children, selected_index=sliders[level].index)
-        widgets.jslink((sliders[level], "index"), (stack, "selected_index"))
+        links.append(widgets.jslink((sliders[level], "index"), (stack, "selected_index")))
         return stack
 
     stack = build(0, ())
     header = [widgets.HTML(description)] if description else []
     controls = widgets.HBox(sliders, layout=widgets.Layout(flex_flow="row wrap"))
     return PrecomputedExplorer(header + [controls, stack], grid=dict(zip(names, values)),
-                               sliders=sliders, stack=stack)
+                               sliders=sliders, stack=stack, links=links)
 
 
 def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget) -> widgets.VBox:

@@ -1,0 +1,100 @@
+"""Tests of sattn.widgets and sattn.plotting: the precomputed explorer must link every slider to
+its stack in the browser (jslink), hold exactly one view per grid point, and reject bad grids."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from sattn.plotting import figure_to_png, heatmap, subplots  # noqa: E402
+from sattn.widgets import live_explorer, precomputed_explorer  # noqa: E402
+
+
+def _render_html(a, b):
+    return f"<p>a={a}, b={b}</p>"
+
+
+def test_one_view_per_grid_point_and_links():
+    ex = precomputed_explorer(_render_html, {"a": [1, 2, 3], "b": ["x", "y"]})
+    assert ex.n_views == 6
+    assert ex.view(a=3, b="y").value == "<p>a=3, b=y</p>"
+    assert ex.view(a=1, b="x").value == "<p>a=1, b=x</p>"
+    # one link for the outer slider, one per inner stack (3) for the inner slider
+    links = ex.links
+    assert len(links) == 1 + 3
+    for link in links:
+        assert link.source[1] == "index" and link.target[1] == "selected_index"
+        assert link.source[0] in ex.sliders and isinstance(link.target[0], widgets.Stack)
+    assert repr(ex) == "PrecomputedExplorer(a=['1', '2', '3'], b=['x', 'y']; 6 precomputed views)"
+
+
+def test_initial_value_selects_view():
+    ex = precomputed_explorer(_render_html, {"a": [1, 2], "b": [0.5, 1.0]}, value={"b": 1.0})
+    assert ex.sliders[1].index == 1
+    assert all(s.selected_index == 1 for s in ex.stack.children)
+
+
+def test_figures_become_png_images():
+    def render(c):
+        fig, ax = plt.subplots()
+        ax.plot([0, c])
+        return fig
+
+    ex = precomputed_explorer(render, {"c": [1, 2]})
+    img = ex.view(c=2)
+    assert isinstance(img, widgets.Image) and img.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ex.view(c=1).value != img.value
+    assert plt.get_fignums() == []  # rendered figures are closed
+
+
+@pytest.mark.parametrize(
+    "grid, value, message",
+    [
+        ({}, None, "at least one parameter"),
+        ({"a": []}, None, r"grid\['a'\] is empty"),
+        ({"a": [1, 1]}, None, "repeated values"),
+        ({"a": [1]}, {"z": 1}, "unknown parameter 'z'"),
+        ({"a": [1]}, {"a": 5}, "not on the grid"),
+    ],
+)
+def test_bad_grids(grid, value, message):
+    with pytest.raises(ValueError, match=message):
+        precomputed_explorer(_render_html, grid, value=value)
+
+
+def test_bad_render_result():
+    with pytest.raises(TypeError, match="must return a matplotlib Figure or an HTML string"):
+        precomputed_explorer(lambda a: 3, {"a": [1]})
+
+
+def test_view_errors():
+    ex = precomputed_explorer(_render_html, {"a": [1], "b": [2]})
+    with pytest.raises(KeyError, match="missing parameter 'b'"):
+        ex.view(a=1)
+    with pytest.raises(ValueError, match="not on the grid"):
+        ex.view(a=1, b=3)
+
+
+def test_live_explorer_checks_controls():
+    box = live_explorer(_render_html, a=widgets.IntSlider(1), b=widgets.Text("x"))
+    assert isinstance(box, widgets.VBox)
+    with pytest.raises(ValueError, match="at least one control"):
+        live_explorer(_render_html)
+    with pytest.raises(TypeError, match="control 'a' must be an ipywidgets value widget"):
+        live_explorer(_render_html, a=3)
+
+
+def test_heatmap_and_png():
+    fig, ax = subplots(1, 1)
+    im = heatmap(ax, np.eye(3), title="I", log=True)
+    assert im.get_array().min() == pytest.approx(-12.0)
+    png = figure_to_png(fig)
+    assert png[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="2-D matrix"):
+        heatmap(plt.gca(), np.ones(3))
+    plt.close("all")
