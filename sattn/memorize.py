@@ -1,0 +1,564 @@
+"""Memorization and universal approximation with one softmax attention layer (Part II).
+
+Column convention (``X`` has shape ``(d, n)``, one token per column), as in
+:mod:`sattn.contextual`.
+
+* :func:`memorize` builds a one-layer Transformer ``F_FF o F_SA`` (single head, rank-1 weights)
+  that maps every training sequence exactly to its labels: the attention layer is the rank-1
+  contextual mapping, the feed-forward layer a piecewise-linear interpolation of the context ids
+  along one projection (the book's explicit version of Theorem 3 of Kajitsuka & Sato 2024).
+* :func:`memorize_with_positions` adds positional encodings so that sequences with duplicate
+  tokens can be memorized too (the book's version of Theorem 4).
+* :func:`two_layer_approximation` builds a model of the class ``T_2 = F_FF2 o F_SA o F_FF1``
+  approximating a continuous permutation-equivariant function for ``d = 1`` (Proposition 1).
+
+The constructions verify themselves and return reports with measured margins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import as_float_array, check_int, check_real, check_rng
+from .attention import AttentionHead, FeedForward, feed_forward, multihead_attention
+from .contextual import (
+    RankOneContextualMapping,
+    _key,
+    as_sequences,
+    projection_vector,
+    rank_one_contextual_mapping,
+    tokenwise_separation,
+    vocabulary,
+)
+
+__all__ = [
+    "check_consistent_labels",
+    "interpolating_ffn",
+    "MemorizationReport",
+    "OneLayerTransformer",
+    "memorize",
+    "memorize_with_positions",
+    "TwoLayerModel",
+    "UniversalApproximationReport",
+    "two_layer_approximation",
+    "quantizer_ffn",
+    "multihead_attention_batch",
+]
+
+
+def _labels(Xs, Ys):
+    Ys = as_sequences("Ys", Ys)
+    if len(Ys) != len(Xs):
+        raise ValueError(f"Ys must hold one label matrix per sequence: {len(Xs)} sequences, {len(Ys)} label matrices")
+    if Ys[0].shape != Xs[0].shape:
+        raise ValueError(
+            f"each label matrix must have the shape of its sequence (d, n) = {Xs[0].shape}, "
+            f"got Ys[0] of shape {Ys[0].shape}"
+        )
+    return Ys
+
+
+def check_consistent_labels(Xs, Ys) -> int:
+    """Check that labels are consistent; raise naming the first conflicting pair.
+
+    Labels are consistent when two tokens that are equal and sit in sequences with the same
+    vocabulary set carry the same label. Any Transformer without positional encoding is
+    permutation-equivariant, so it cannot fit inconsistent labels.
+
+    Parameters
+    ----------
+    Xs, Ys : lists of (d, n) arrays
+        Sequences and their labels (label ``Ys[i][:, k]`` belongs to token ``Xs[i][:, k]``).
+
+    Returns
+    -------
+    int
+        The number of distinct (token, vocabulary) classes.
+
+    Raises
+    ------
+    ValueError
+        ``"inconsistent labels: ..."`` naming both positions and both labels.
+
+    References
+    ----------
+    Theorem 3 of Kajitsuka & Sato (2024) (consistency assumption); Chapter "Memorization with
+    one layer".
+    """
+    Xs = as_sequences("Xs", Xs)
+    Ys = _labels(Xs, Ys)
+    seen: dict = {}
+    for i, X in enumerate(Xs):
+        V = vocabulary(X)
+        for k in range(X.shape[1]):
+            key = (_key(X[:, k]), V)
+            y = Ys[i][:, k]
+            if key in seen:
+                j, l = seen[key]
+                if not np.array_equal(Ys[j][:, l], y):
+                    raise ValueError(
+                        f"inconsistent labels: Xs[{j}] and Xs[{i}] have the same vocabulary and "
+                        f"Xs[{j}][:, {l}] == Xs[{i}][:, {k}], but Ys[{j}][:, {l}] = {Ys[j][:, l].tolist()} != "
+                        f"Ys[{i}][:, {k}] = {y.tolist()}; no Transformer without positional encoding "
+                        "can fit both"
+                    )
+            else:
+                seen[key] = (i, k)
+    return len(seen)
+
+
+def interpolating_ffn(ids, targets, rng, *, max_draws: int = 100) -> tuple[FeedForward, dict]:
+    """A feed-forward layer with skip connection that maps each id exactly to its target.
+
+    Projects the ids on a Lemma 3 direction ``u``, sorts the projections ``p_(1) < ... < p_(M)``
+    and uses ``M - 1`` ReLUs ``relu(u.h - p_(m))`` to interpolate ``target - id`` piecewise
+    linearly (the skip connection adds the id back).
+
+    Parameters
+    ----------
+    ids : array_like, shape (M, d)
+        Distinct context ids (rows).
+    targets : array_like, shape (M, d)
+        The wanted outputs.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ffn : FeedForward
+        Width ``max(M - 1, 1)``.
+    info : dict
+        ``min_gap`` (smallest gap between sorted projections), ``max_slope`` (largest slope
+        norm), ``width``.
+
+    Raises
+    ------
+    ValueError
+        If two ids coincide (or project to the same value) while their targets differ.
+
+    References
+    ----------
+    Proof of Theorem 3 of Kajitsuka & Sato (2024) (construction derived for the book);
+    Chapter "Memorization with one layer".
+    """
+    C = as_float_array("ids", ids, ndim=2)
+    T = as_float_array("targets", targets, ndim=2)
+    if C.shape != T.shape:
+        raise ValueError(f"ids and targets must have the same shape (M, d), got {C.shape} and {T.shape}")
+    M, d = C.shape
+    rng = check_rng("rng", rng)
+    if M == 1:
+        return FeedForward(np.zeros((1, d)), np.zeros(1), np.zeros((d, 1)), T[0] - C[0]), {
+            "min_gap": math.inf, "max_slope": 0.0, "width": 1}
+    if d == 1:
+        u = np.ones(1)
+    else:
+        u, _ = projection_vector(C, rng, max_draws=max_draws)
+    p = C @ u
+    order = np.argsort(p, kind="stable")
+    p, C, T = p[order], C[order], T[order]
+    gaps = np.diff(p)
+    if np.any(gaps <= 0):
+        m = int(np.argmin(gaps))
+        raise ValueError(
+            f"two context ids project to the same value {p[m]:.17g}: they cannot be told apart in "
+            "float64 (try another lam)"
+        )
+    targ = T - C  # the skip connection adds the id back
+    slopes = (targ[1:] - targ[:-1]) / gaps[:, None]  # (M-1, d)
+    kappa = np.vstack([slopes[:1], np.diff(slopes, axis=0)])  # (M-1, d)
+    q = M - 1
+    ffn = FeedForward(W1=np.tile(u, (q, 1)), b1=-p[:-1].copy(), W2=kappa.T.copy(), b2=targ[0].copy())
+    return ffn, {"min_gap": float(gaps.min()), "max_slope": float(np.abs(slopes).max()), "width": q}
+
+
+@dataclass(frozen=True)
+class MemorizationReport:
+    """Measured outcome of a memorization construction.
+
+    ``max_error`` is the largest ``|F(X_i) - Y_i|`` entry over the training set; ``n_ids`` the
+    number of distinct context ids, ``width`` the FFN width, ``min_gap`` the smallest gap
+    between projected ids, ``max_slope`` the largest FFN slope, ``lam`` the attention's lambda,
+    ``parameters`` the number of stored numbers (rank-1 factors counted as vectors).
+    """
+
+    n_sequences: int
+    n_ids: int
+    width: int
+    max_error: float
+    min_gap: float
+    max_slope: float
+    lam: float
+    parameters: int
+
+
+@dataclass
+class OneLayerTransformer:
+    """``F(X) = F_FF(F_SA(X + E))``: one single-head rank-1 attention layer, one FFN.
+
+    Attributes
+    ----------
+    attention : RankOneContextualMapping
+    ffn : FeedForward
+    E : numpy.ndarray of shape (d, n), or None
+        Positional encoding added to the input (Theorem 4 variant).
+    """
+
+    attention: RankOneContextualMapping
+    ffn: FeedForward
+    E: np.ndarray | None = None
+
+    def __call__(self, X) -> np.ndarray:
+        X = as_float_array("X", X, ndim=2)
+        if self.E is not None:
+            if X.shape != self.E.shape:
+                raise ValueError(f"X must have shape {self.E.shape} (that of the positional encoding), got {X.shape}")
+            X = X + self.E
+        return feed_forward(multihead_attention(X, [self.attention.head]), self.ffn)
+
+
+def _choose_lam(Xs, rng, candidates=(0.25, 0.5, 1.0, 2.0, 4.0)):
+    """Pick lambda (as max logit / max a^2) maximizing the smallest same-token id gap in float64."""
+    best = None
+    for c in candidates:
+        probe = rank_one_contextual_mapping(Xs, np.random.default_rng(rng.integers(2**32)), lam=1.0)
+        amax = max(float(np.abs(probe.v @ X).max()) for X in Xs)
+        lam = c / amax**2
+        g = {}
+        for X in Xs:
+            V = vocabulary(X)
+            a = probe.v @ X
+            vals = [_g_float(a, lam, k) for k in range(X.shape[1])]
+            for k in range(X.shape[1]):
+                g.setdefault(_key(X[:, k]), {})[V] = vals[k]
+        gap = math.inf
+        for per_token in g.values():
+            vals = np.sort(np.array(list(per_token.values())))
+            if vals.size > 1:
+                gap = min(gap, float(np.diff(vals).min()))
+        if best is None or gap > best[1]:
+            best = (lam, gap)
+    return best[0]
+
+
+def _g_float(a, lam, k):
+    z = lam * a[k] * a
+    w = np.exp(z - z.max())
+    return float((a * w).sum() / w.sum())
+
+
+def _parameters(attn: RankOneContextualMapping, ffn: FeedForward) -> int:
+    s = attn.head.W_Q.shape[0]
+    d = attn.v.shape[0]
+    return 4 * (s + d) + ffn.W1.size + ffn.b1.size + ffn.W2.size + ffn.b2.size
+
+
+def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransformer, MemorizationReport]:
+    """Build a one-layer Transformer that maps every ``Xs[i]`` exactly to ``Ys[i]``.
+
+    Steps: check the inputs (no duplicate token, no zero token, consistent labels); build the
+    rank-1 contextual mapping; collect one context id per (token, vocabulary) class; fit the
+    interpolating FFN; measure the error on the training set.
+
+    Parameters
+    ----------
+    Xs : list of (d, n) arrays, or array (N, d, n)
+    Ys : list of (d, n) arrays
+        Labels (any real values; the paper uses classes in ``[C]``).
+    rng : numpy.random.Generator
+    lam : "auto", "adaptive", "theorem" or float, default "auto"
+        "auto" picks, among lambdas with a maximal logit of 0.25 to 4, the one whose context ids
+        are best separated in float64 (no guarantee; the error is measured). "theorem" and
+        "adaptive" are as in :func:`rank_one_contextual_mapping`; with them, ids usually collide
+        in float64, which raises.
+    s : int, default 1
+        Head size.
+
+    Returns
+    -------
+    model : OneLayerTransformer
+    report : MemorizationReport
+
+    Raises
+    ------
+    ValueError
+        On duplicate or zero tokens, inconsistent labels (naming the pair), shape mismatches, or
+        context ids that float64 cannot tell apart.
+
+    References
+    ----------
+    Theorem 3 of Kajitsuka & Sato (2024); construction of the FFN derived for this book
+    (Chapter "Memorization with one layer").
+    """
+    Xs = as_sequences("Xs", Xs)
+    rng = check_rng("rng", rng)
+    Ys = _labels(Xs, Ys)
+    # preconditions of the attention layer first (duplicates, zero tokens), then the labels
+    attn = rank_one_contextual_mapping(Xs, rng, lam=1.0, s=s)
+    check_consistent_labels(Xs, Ys)
+    if isinstance(lam, str) and lam == "auto":
+        lam_v = _choose_lam(Xs, rng)
+    else:
+        lam_v = lam
+    attn = rank_one_contextual_mapping(Xs, rng, lam=lam_v, s=s)
+    ids, targets, seen = [], [], set()
+    for X, Y in zip(Xs, Ys):
+        H = attn(X)
+        V = vocabulary(X)
+        for k in range(X.shape[1]):
+            key = (_key(X[:, k]), V)
+            if key not in seen:
+                seen.add(key)
+                ids.append(H[:, k])
+                targets.append(Y[:, k])
+    ffn, info = interpolating_ffn(np.array(ids), np.array(targets), rng)
+    model = OneLayerTransformer(attention=attn, ffn=ffn)
+    err = max(float(np.abs(model(X) - Y).max()) for X, Y in zip(Xs, Ys))
+    return model, MemorizationReport(
+        n_sequences=len(Xs), n_ids=len(ids), width=info["width"], max_error=err,
+        min_gap=info["min_gap"], max_slope=info["max_slope"], lam=attn.lam,
+        parameters=_parameters(attn, ffn),
+    )
+
+
+def memorize_with_positions(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransformer, MemorizationReport]:
+    """Memorize sequences that may contain duplicate tokens, using a positional encoding.
+
+    ``E[:, k] = (k + 1) (2 r_max + 2 eps) e_1``: shifted tokens at different positions are at
+    least ``2 eps`` apart, so no shifted sequence has a duplicate, and the vocabulary set of
+    ``X + E`` determines ``X`` (labels only need to be a function of the whole sequence).
+
+    Parameters
+    ----------
+    Xs : list of (d, n) arrays
+    Ys : list of (d, n) arrays
+    rng : numpy.random.Generator
+    lam, s : as in :func:`memorize`
+
+    Returns
+    -------
+    model : OneLayerTransformer
+        With ``model.E`` set; call ``model(X)`` on the raw sequence.
+    report : MemorizationReport
+
+    Raises
+    ------
+    ValueError
+        If two identical sequences carry different labels (naming both), or on shape errors.
+
+    References
+    ----------
+    Theorem 4 of Kajitsuka & Sato (2024) (encoding derived for this book); Chapter
+    "Memorization with one layer".
+    """
+    Xs = as_sequences("Xs", Xs)
+    rng = check_rng("rng", rng)
+    Ys = _labels(Xs, Ys)
+    for i, j in itertools.combinations(range(len(Xs)), 2):
+        if np.array_equal(Xs[i], Xs[j]) and not np.array_equal(Ys[i], Ys[j]):
+            raise ValueError(
+                f"inconsistent labels: Xs[{i}] and Xs[{j}] are the same sequence but Ys[{i}] != Ys[{j}]"
+            )
+    rep = tokenwise_separation(Xs)
+    eps = rep.eps if math.isfinite(rep.eps) else 1.0
+    d, n = Xs[0].shape
+    E = np.zeros((d, n))
+    E[0] = (np.arange(n) + 1) * (2 * rep.r_max + 2 * eps)
+    # identical sequences collapse to one training example
+    uniq, uY = [], []
+    for X, Y in zip(Xs, Ys):
+        if not any(np.array_equal(X, U) for U in uniq):
+            uniq.append(X)
+            uY.append(Y)
+    inner, report = memorize([X + E for X in uniq], uY, rng, lam=lam, s=s)
+    model = OneLayerTransformer(attention=inner.attention, ffn=inner.ffn, E=E)
+    err = max(float(np.abs(model(X) - Y).max()) for X, Y in zip(Xs, Ys))
+    return model, MemorizationReport(
+        n_sequences=len(Xs), n_ids=report.n_ids, width=report.width, max_error=err,
+        min_gap=report.min_gap, max_slope=report.max_slope, lam=report.lam,
+        parameters=report.parameters + E.size,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Universal approximation: T_2 = F_FF2 o F_SA o F_FF1, d = 1
+# ----------------------------------------------------------------------------------------
+
+def quantizer_ffn(K: int, *, ramp: float = 1e-3) -> FeedForward:
+    """Token-wise staircase on [0, 1] (d = 1): ``x -> 1 + #{j >= 1 : x >= j/K}``, a FFN with skip.
+
+    Each step rises linearly over ``[j/K - ramp/K, j/K]`` (two ReLUs); two more ReLUs cancel the
+    skip connection. Exact outside the ramps, whose total length is ``(K - 1) ramp / K``.
+
+    References
+    ----------
+    Step 2 of the construction behind Proposition 1 of Kajitsuka & Sato (2024) (derived for the
+    book); Chapter "Universal approximation with one attention layer".
+    """
+    K = check_int("K", K, low=1)
+    ramp = check_real("ramp", ramp, low=0.0, high=1.0, low_open=True)
+    eta = ramp / K
+    W1, b1, w2 = [1.0, -1.0], [0.0, 0.0], [-1.0, 1.0]  # -relu(x) + relu(-x) = -x
+    for j in range(1, K):
+        W1 += [1 / eta, 1 / eta]
+        b1 += [-(j / K) / eta + 1.0, -(j / K) / eta]
+        w2 += [1.0, -1.0]
+    return FeedForward(W1=np.array(W1)[:, None], b1=np.array(b1), W2=np.array(w2)[None, :],
+                       b2=np.array([1.0]))
+
+
+@dataclass
+class TwoLayerModel:
+    """A model of the class ``T_2``: ``F_FF2(F_SA(F_FF1(X)))`` with a single rank-1 head.
+
+    ``__call__`` evaluates one sequence with the public layers; ``batch`` evaluates an array of
+    shape (B, 1, n) with the same arithmetic, vectorised.
+    """
+
+    ffn1: FeedForward
+    head: AttentionHead
+    ffn2: FeedForward
+    K: int
+
+    def __call__(self, X) -> np.ndarray:
+        X = as_float_array("X", X, ndim=2)
+        return feed_forward(multihead_attention(feed_forward(X, self.ffn1), [self.head]), self.ffn2)
+
+    def batch(self, Xs) -> np.ndarray:
+        Xs = as_float_array("Xs", Xs, ndim=3)
+        return _ffn_batch(multihead_attention_batch(_ffn_batch(Xs, self.ffn1), self.head), self.ffn2)
+
+
+def _ffn_batch(H, ffn):
+    hid = np.maximum(np.einsum("qd,bdn->bqn", ffn.W1, H) + ffn.b1[None, :, None], 0.0)
+    return H + np.einsum("dq,bqn->bdn", ffn.W2, hid) + ffn.b2[None, :, None]
+
+
+@dataclass(frozen=True)
+class UniversalApproximationReport:
+    """Measured quality of a ``T_2`` approximation on ``[0, 1]^n`` (d = 1).
+
+    ``dp_error`` estimates ``d_p(f, g)`` by Monte Carlo with ``samples`` uniform points;
+    ``dp_quantization`` is the same for the piecewise-constant target ``f_bar`` (the error the
+    network inherits from the grid); ``max_memorization_error`` is the largest error of the
+    network on the grid's cell centres; ``n_ids`` the number of context ids (= FFN2 width + 1).
+    """
+
+    K: int
+    n: int
+    p: float
+    samples: int
+    dp_error: float
+    dp_quantization: float
+    max_memorization_error: float
+    n_ids: int
+    width_ffn1: int
+    width_ffn2: int
+    lam: float
+
+
+def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: float = 2.0,
+                            max_logit: float = 1.0, ramp: float = 1e-3):
+    """Approximate a permutation-equivariant ``f : [0,1]^{1 x n} -> R^{1 x n}`` with a T_2 model.
+
+    1. ``F_FF1`` quantises each token to its cell's index ``1..K`` (:func:`quantizer_ffn`).
+    2. ``F_SA`` is the rank-1 softmax attention (``v = 1``, ``lam = max_logit / K^2``,
+       ``scale = 1 / (4K)``) applied to the quantised sequence.
+    3. ``F_FF2`` interpolates the context ids to ``f`` at the cell centres
+       (:func:`interpolating_ffn`), over every multiset of cells (sequences with two tokens in
+       one cell included; they are consistent because ``f`` is permutation-equivariant).
+
+    Parameters
+    ----------
+    f : callable
+        Maps an array of shape (B, 1, n) to (B, 1, n); must be permutation-equivariant.
+    n : int (2 or 3 are practical)
+    K : int
+        Cells per coordinate.
+    rng : numpy.random.Generator
+        Draws the Monte-Carlo evaluation points.
+    samples : int
+    p : float, default 2
+    max_logit : float, default 1
+    ramp : float, default 1e-3
+
+    Returns
+    -------
+    model : TwoLayerModel
+    report : UniversalApproximationReport
+
+    Raises
+    ------
+    ValueError
+        If ``f`` returns the wrong shape or is not permutation-equivariant on the grid (naming
+        the sequence), or context ids collide in float64.
+
+    References
+    ----------
+    Proposition 1 of Kajitsuka & Sato (2024) (construction details derived for the book);
+    Chapter "Universal approximation with one attention layer".
+    """
+    n = check_int("n", n, low=2)
+    K = check_int("K", K, low=1)
+    rng = check_rng("rng", rng)
+    samples = check_int("samples", samples, low=1)
+    p = check_real("p", p, low=1.0)
+    ffn1 = quantizer_ffn(K, ramp=ramp)
+    lam = max_logit / K**2
+    scale = 1.0 / (4 * K)
+    head = AttentionHead(W_Q=np.ones((1, 1)), W_K=lam * np.ones((1, 1)), W_V=np.ones((1, 1)),
+                         W_O=scale * np.ones((1, 1)))
+    cells = np.array(list(itertools.combinations_with_replacement(range(1, K + 1), n)), dtype=float)
+    Q = cells[:, None, :]  # (B, 1, n) quantised sequences
+    centres = (Q - 0.5) / K
+    F = np.asarray(f(centres), dtype=np.float64)
+    if F.shape != Q.shape:
+        raise ValueError(f"f must map an array of shape (B, 1, n) to the same shape, got {F.shape} for {Q.shape}")
+    # permutation equivariance on the grid: equal tokens in a sequence need equal values
+    for b in range(Q.shape[0]):
+        for k, l in itertools.combinations(range(n), 2):
+            if Q[b, 0, k] == Q[b, 0, l] and not np.isclose(F[b, 0, k], F[b, 0, l], rtol=1e-12, atol=1e-12):
+                raise ValueError(
+                    f"f is not permutation-equivariant: at cell centres {centres[b, 0].tolist()} the equal "
+                    f"tokens {k} and {l} get different values {F[b, 0, k]:.6g} and {F[b, 0, l]:.6g}"
+                )
+    H = multihead_attention_batch(Q, head)  # the context id of every quantised token
+    ids, targ, seen = [], [], {}
+    for b in range(Q.shape[0]):
+        for k in range(n):
+            key = (Q[b, 0, k], tuple(Q[b, 0]))
+            if key not in seen:
+                seen[key] = True
+                ids.append([H[b, 0, k]])
+                targ.append([F[b, 0, k]])
+    ffn2, info = interpolating_ffn(np.array(ids), np.array(targ), rng)
+    model = TwoLayerModel(ffn1=ffn1, head=head, ffn2=ffn2, K=K)
+    mem_err = float(np.abs(model.batch(centres) - F).max())
+    U = rng.random((samples, 1, n))
+    fU = np.asarray(f(U), dtype=np.float64)
+    G = model.batch(U)
+    cell = np.clip(np.floor(U * K), 0, K - 1)
+    fbar = np.asarray(f((cell + 0.5) / K), dtype=np.float64)
+
+    def dp(A):
+        return float(np.mean(np.sum(np.abs(A) ** p, axis=(1, 2))) ** (1 / p))
+
+    return model, UniversalApproximationReport(
+        K=K, n=n, p=p, samples=samples, dp_error=dp(G - fU), dp_quantization=dp(fbar - fU),
+        max_memorization_error=mem_err, n_ids=len(ids), width_ffn1=ffn1.width,
+        width_ffn2=ffn2.width, lam=lam,
+    )
+
+
+def multihead_attention_batch(Hs, head: AttentionHead) -> np.ndarray:
+    """Single-head softmax attention with skip connection on a batch (B, d, n) (vectorised)."""
+    WQ, WK, WV, WO = head.W_Q, head.W_K, head.W_V, head.W_O
+    S = np.einsum("sd,bdl->bsl", WK, Hs).transpose(0, 2, 1) @ np.einsum("sd,bdk->bsk", WQ, Hs)
+    S = S - S.max(axis=1, keepdims=True)
+    with np.errstate(under="ignore"):
+        P = np.exp(S)
+    P /= P.sum(axis=1, keepdims=True)
+    return Hs + np.einsum("ds,bsn->bdn", WO @ WV, Hs) @ P

@@ -1,0 +1,138 @@
+"""Tests of sattn.memorize: one-layer memorization, positional variant, T_2 approximation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sattn.attention import multihead_attention, transformer_block
+from sattn.memorize import (
+    check_consistent_labels,
+    interpolating_ffn,
+    memorize,
+    memorize_with_positions,
+    quantizer_ffn,
+    two_layer_approximation,
+)
+
+
+def _random_dataset(seed, d=3, n=4, N=20, V=12, C=5, duplicates=False):
+    rng = np.random.default_rng(seed)
+    P = rng.standard_normal((V, d))
+    P *= rng.uniform(0.5, 2.0, (V, 1)) / np.linalg.norm(P, axis=1, keepdims=True)
+    Xs, seen = [], set()
+    while len(Xs) < N:
+        idx = rng.choice(V, n, replace=duplicates)
+        key = tuple(sorted(idx))
+        if key in seen:  # avoid permutations of earlier sequences: random labels would conflict
+            continue
+        seen.add(key)
+        Xs.append(P[idx].T)
+    Ys = [rng.integers(1, C + 1, (d, n)).astype(float) for _ in range(N)]
+    return Xs, Ys, rng
+
+
+@given(st.integers(0, 10_000), st.integers(1, 3), st.integers(2, 4))
+@settings(max_examples=15, deadline=None)
+def test_memorization_is_exact_on_random_separated_data(seed, d, n):
+    Xs, Ys, rng = _random_dataset(seed, d=d, n=n, N=10, V=8)
+    model, rep = memorize(Xs, Ys, rng)
+    assert rep.max_error < 1e-6
+    for X, Y in zip(Xs, Ys):
+        np.testing.assert_allclose(model(X), Y, atol=1e-6)
+        # the model is an ordinary Transformer block with the public layers
+        np.testing.assert_allclose(transformer_block(X, [model.attention.head], model.ffn), Y, atol=1e-6)
+    assert rep.width == rep.n_ids - 1 <= n * len(Xs)
+
+
+def test_memorization_report_spec_sized_case():
+    Xs, Ys, rng = _random_dataset(0)
+    model, rep = memorize(Xs, Ys, rng)
+    assert rep.n_ids == 80 and rep.width == 79
+    assert rep.max_error < 1e-8
+    # the attention really is single-head rank-1
+    for W in (model.attention.head.W_Q, model.attention.head.W_K, model.attention.head.W_V):
+        assert np.linalg.matrix_rank(W) == 1
+
+
+def test_permuted_sequences_get_permuted_labels():
+    Xs, Ys, rng = _random_dataset(2, N=8)
+    model, _ = memorize(Xs, Ys, rng)
+    perm = np.array([2, 0, 3, 1])
+    np.testing.assert_allclose(model(Xs[0][:, perm]), Ys[0][:, perm], atol=1e-8)
+
+
+def test_inconsistent_labels_name_the_pair():
+    Xs, Ys, rng = _random_dataset(3, N=5)
+    Xs.append(Xs[1][:, [1, 0, 2, 3]])
+    Y = Ys[1][:, [1, 0, 2, 3]].copy()
+    Y[0, 0] += 1
+    Ys.append(Y)
+    with pytest.raises(ValueError, match=r"inconsistent labels: Xs\[1\] and Xs\[5\].*Xs\[1\]\[:, 1\] == Xs\[5\]\[:, 0\]"):
+        memorize(Xs, Ys, rng)
+    with pytest.raises(ValueError, match="inconsistent labels"):
+        check_consistent_labels(Xs, Ys)
+
+
+def test_memorize_bad_input():
+    Xs, Ys, rng = _random_dataset(4, N=3)
+    with pytest.raises(ValueError, match=r"duplicate token"):
+        memorize([np.array([[1.0, 1.0]])], [np.array([[1.0, 2.0]])], rng)
+    with pytest.raises(ValueError, match=r"zero vector"):
+        memorize([np.array([[0.0, 1.0]])], [np.array([[1.0, 2.0]])], rng)
+    with pytest.raises(ValueError, match=r"shape of its sequence"):
+        memorize(Xs, [Y[:, :2] for Y in Ys], rng)
+    with pytest.raises(ValueError, match=r"one label matrix per sequence"):
+        memorize(Xs, Ys[:2], rng)
+
+
+def test_positional_variant_handles_duplicates():
+    Xs, Ys, rng = _random_dataset(5, N=20, V=4, duplicates=True)
+    assert any(len({tuple(c) for c in X.T}) < X.shape[1] for X in Xs)
+    model, rep = memorize_with_positions(Xs, Ys, rng)
+    assert rep.max_error < 1e-6
+    with pytest.raises(ValueError, match=r"Xs\[0\] and Xs\[3\] are the same sequence"):
+        memorize_with_positions(Xs[:3] + [Xs[0]], Ys[:3] + [Ys[0] + 1], rng)
+
+
+def test_interpolating_ffn_exact_and_collision_error():
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((30, 2))
+    T = rng.standard_normal((30, 2))
+    ffn, info = interpolating_ffn(C, T, rng)
+    from sattn.attention import feed_forward
+
+    np.testing.assert_allclose(feed_forward(C.T, ffn).T, T, atol=1e-9)
+    assert info["width"] == 29
+    with pytest.raises(ValueError, match="project to the same value"):
+        interpolating_ffn(np.array([[1.0], [1.0]]), np.array([[0.0], [1.0]]), rng)
+
+
+def test_quantizer_is_a_staircase():
+    from sattn.attention import feed_forward
+
+    K = 5
+    ffn = quantizer_ffn(K, ramp=1e-3)
+    x = np.array([[0.0, 0.1, 0.25, 0.39, 0.41, 0.999, 1.0]])
+    np.testing.assert_allclose(feed_forward(x, ffn), [[1, 1, 2, 2, 3, 5, 5]], atol=1e-12)
+
+
+def test_two_layer_error_shrinks_with_grid():
+    f = lambda X: np.sin(np.pi * X) * (1 + X.mean(axis=2, keepdims=True))  # noqa: E731
+    errs = []
+    for K in (2, 4, 8, 16):
+        model, rep = two_layer_approximation(f, 2, K, np.random.default_rng(1), samples=2000)
+        assert rep.max_memorization_error < 1e-8
+        assert rep.dp_error < 1.05 * rep.dp_quantization + 1e-3
+        errs.append(rep.dp_error)
+        X = np.array([[0.3, 0.71]])
+        np.testing.assert_allclose(model(X), model.batch(X[None])[0], atol=1e-12)
+    assert all(b < 0.6 * a for a, b in zip(errs, errs[1:]))
+
+
+def test_two_layer_rejects_non_equivariant_target():
+    f = lambda X: X * np.arange(1, X.shape[2] + 1)  # noqa: E731  (depends on position)
+    with pytest.raises(ValueError, match="not permutation-equivariant"):
+        two_layer_approximation(f, 2, 3, np.random.default_rng(0))
