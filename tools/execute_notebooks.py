@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import os
 import sys
 import time
@@ -24,12 +25,43 @@ import nbclient
 import nbformat
 
 
+def stable_cell_ids(nb) -> None:
+    """Give every cell an id derived from its type and source, so ids survive re-execution.
+
+    jupytext invents random ids when it reads a .md file; that alone would make every
+    re-execution a diff. Repeated identical cells get a counter suffix.
+    """
+    seen: dict[str, int] = {}
+    for cell in nb.cells:
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:10]
+        n = seen.get(digest, 0)
+        seen[digest] = n + 1
+        cell.id = digest if n == 0 else f"{digest}-{n}"
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def stable_widget_ids(nb) -> None:
+    """Replace the random model ids of widget views by ids derived from the cell id.
+
+    The widget state itself is not stored (the book re-executes the .md and embeds fresh state),
+    so the stored views only need ids that do not change between executions.
+    """
+    for cell in nb.cells:
+        for k, out in enumerate(cell.get("outputs", [])):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view and "model_id" in view:
+                view["model_id"] = hashlib.sha1(f"{cell.id}/{k}".encode()).hexdigest()[:32]
+
+
 def execute(md_path: str) -> float:
     if not md_path.endswith(".md"):
         raise SystemExit(f"expected a MyST .md chapter, got {md_path!r}")
     if not os.path.exists(md_path):
         raise SystemExit(f"no such chapter source: {md_path}")
     nb = jupytext.read(md_path)
+    stable_cell_ids(nb)
     if not any(c.cell_type == "code" for c in nb.cells):
         raise SystemExit(f"{md_path} has no code cells; it is not a notebook chapter")
     t0 = time.perf_counter()
@@ -42,6 +74,7 @@ def execute(md_path: str) -> float:
     )
     client.execute()
     nb.metadata.pop("widgets", None)
+    stable_widget_ids(nb)
     out = md_path[:-3] + ".ipynb"
     jupytext.write(nb, out, fmt="ipynb")
     return time.perf_counter() - t0
