@@ -13,9 +13,16 @@ import jupytext
 import nbformat
 import pytest
 
+import importlib.util
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHAPTERS = os.path.join(ROOT, "chapters")
 NOTEBOOKS = sorted(glob.glob(os.path.join(CHAPTERS, "*.ipynb")))
+_spec = importlib.util.spec_from_file_location(
+    "execute_notebooks", os.path.join(ROOT, "tools", "execute_notebooks.py"))
+execute_notebooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(execute_notebooks)
+
 PAIRED_MD = sorted(
     p for p in glob.glob(os.path.join(CHAPTERS, "*.md")) if "jupytext:" in open(p).read(400)
 )
@@ -61,3 +68,16 @@ def test_in_sync_with_md(path):
     tags_a = [sorted(c.metadata.get("tags", [])) for c in text.cells]
     tags_b = [sorted(c.metadata.get("tags", [])) for c in stored.cells]
     assert tags_a == tags_b, f"cell tags differ between {md} and {path}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_written_by_the_execute_script(path):
+    """Cell ids derive from the sources (tools/execute_notebooks.py), so re-execution is diff-free."""
+    md = path[:-6] + ".md"
+    expected = jupytext.read(md)
+    execute_notebooks.stable_cell_ids(expected)
+    stored = nbformat.read(path, as_version=4)
+    assert [c.id for c in stored.cells] == [c.id for c in expected.cells], (
+        f"{path} was not written by tools/execute_notebooks.py from {md}; re-execute it with that script"
+    )
+    assert "widgets" not in stored.metadata, f"{path} stores widget state (random ids); use the execute script"
