@@ -300,7 +300,7 @@ def check_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> Patter
                              f"row {r} of {name} sums to {sums[r]:.12g}, not 1 (atol = {atol:g})",
                              row=r, values=(float(sums[r]),), details=details)
     return PatternReport(True, prop,
-                         f"{name} is right stochastic: largest |row sum - 1| = {details['max_sum_error']:.3g}",
+                         f"{name} is right stochastic: nonnegative, every row sums to 1 within {atol:g}",
                          details=details)
 
 
