@@ -3,11 +3,11 @@
 # require.js, the ipywidgets HTML manager (embed-amd.js and its fonts) and MathJax 3.
 # Run from the book root; `make vendor` calls it. _vendor/ is generated, not committed.
 set -euo pipefail
-HM=1.0.15 RJS=2.3.8 MJ=3.2.2
+HM=1.0.15 RJS=2.3.8 MJ=3.2.2 THEBE=0.9.3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" >/dev/null)
+(cd "$tmp" && npm pack --silent "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" "thebe@$THEBE" >/dev/null)
 for t in "$tmp"/*.tgz; do d="${t%.tgz}"; mkdir -p "$d"; tar xzf "$t" -C "$d"; done
-rm -rf _vendor/widgets _vendor/mathjax; mkdir -p _vendor/widgets _vendor/mathjax/output
+rm -rf _vendor/widgets _vendor/mathjax _vendor/thebe; mkdir -p _vendor/widgets _vendor/mathjax/output _vendor/thebe
 hm="$tmp/jupyter-widgets-html-manager-$HM/package/dist"
 cp "$hm"/embed-amd.js "$hm"/*.woff2 "$hm"/*.woff "$hm"/*.ttf "$hm"/*.eot "$hm"/*.svg _vendor/widgets/
 cp "$tmp/requirejs-$RJS/package/require.js" _vendor/widgets/
@@ -23,4 +23,11 @@ mj="$tmp/mathjax-$MJ/package/es5"
 cp "$mj/tex-mml-chtml.js" _vendor/mathjax/
 cp -r "$mj/input" "$mj/a11y" "$mj/ui" "$mj/adaptors" _vendor/mathjax/
 cp -r "$mj/output/chtml" _vendor/mathjax/output/
-echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ into _vendor/"
+# thebe (live kernels for `make live`): its bundle fetches require.js from cdnjs; point that fetch at
+# the copy above (book_static/book-live.js sets BOOK_REQUIREJS_URL), and fail if the pattern moved.
+th="$tmp/thebe-$THEBE/package/lib"
+cp "$th"/*.js "$th"/thebe.css _vendor/thebe/
+cdn='"https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"'
+grep -q "$cdn" _vendor/thebe/index.js || { echo "thebe $THEBE: require.js URL not found"; exit 1; }
+sed -i "s|$cdn|(window.BOOK_REQUIREJS_URL\\|\\|\"require.js\")|" _vendor/thebe/index.js
+echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ, thebe $THEBE into _vendor/"

@@ -1,0 +1,146 @@
+// Live recomputation of the cells tagged "live" (see README, "Live figures").
+// On the static website (window.BOOK_LIVE is null) each live cell only says how to make it live.
+// Under `make live`, book-live-config.js names a Jupyter server on 127.0.0.1; "Run live" then loads
+// thebe (served by the book, from npm), starts a kernel, runs the page's earlier code cells as setup,
+// and runs the live cells in it, so their widgets recompute on every change.
+(function () {
+  "use strict";
+  var state = { started: null };
+
+  function root() {
+    var r = document.documentElement.dataset.content_root || "./";
+    return new URL(r, window.location.href).href;
+  }
+
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src; s.onload = resolve;
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+
+  function loadCss(href) {
+    var l = document.createElement("link");
+    l.rel = "stylesheet"; l.href = href; document.head.appendChild(l);
+  }
+
+  function codeOf(cell) {
+    var pre = cell.querySelector(".cell_input pre");
+    return pre ? pre.textContent : "";
+  }
+
+  function setStatus(text) {
+    document.querySelectorAll(".book-live-status").forEach(function (s) { s.textContent = text; });
+  }
+
+  function notebookPath() {
+    var rel = window.location.href.split("#")[0].split("?")[0].substring(root().length);
+    return decodeURIComponent(rel).replace(/\.html$/, ".ipynb");
+  }
+
+  function runSilently(kernel, code) {
+    return new Promise(function (resolve, reject) {
+      var future = kernel.requestExecute({ code: code, store_history: false, stop_on_error: true });
+      var error = null;
+      future.onIOPub = function (msg) {
+        if (msg.header.msg_type === "error") error = msg.content.ename + ": " + msg.content.evalue;
+      };
+      future.done.then(function (reply) {
+        if (reply.content.status === "ok") resolve(); else reject(new Error(error || reply.content.status));
+      }, reject);
+    });
+  }
+
+  async function start() {
+    var cfg = window.BOOK_LIVE, base = root();
+    var liveCells = Array.from(document.querySelectorAll("div.cell.tag_live"));
+    var allCells = Array.from(document.querySelectorAll("div.cell"));
+    var last = allCells.indexOf(liveCells[liveCells.length - 1]);
+    var setup = allCells.slice(0, last).filter(function (c) {
+      return !c.classList.contains("tag_live") && !c.classList.contains("tag_raises-exception") &&
+        c.querySelector(".cell_input pre");
+    });
+    document.querySelectorAll(".book-live-bar button").forEach(function (b) { b.disabled = true; });
+    setStatus("starting a kernel on " + cfg.baseUrl + " …");
+    liveCells.forEach(function (cell) {
+      var pre = cell.querySelector(".cell_input pre");
+      pre.setAttribute("data-book-live", "");
+      var out = document.createElement("div");
+      out.className = "book-live-output";
+      out.setAttribute("data-book-live-output", "");
+      cell.appendChild(out);
+    });
+    window.BOOK_REQUIREJS_URL = base + "_static/widgets/require.js";
+    loadCss(base + "_static/thebe/thebe.css");
+    await loadScript(base + "_static/thebe/index.js");
+    var res = await window.thebe.bootstrap({
+      useBinder: false, useJupyterLite: false, requestKernel: true,
+      mountActivateWidget: false, mountStatusWidget: false,
+      mountRunAllButton: false, mountRestartAllButton: false,
+      selector: "[data-book-live]", outputSelector: "[data-book-live-output]",
+      serverSettings: { baseUrl: cfg.baseUrl, token: cfg.token, appendToken: true },
+      kernelOptions: { kernelName: "python3", path: notebookPath() },
+      mathjaxUrl: base + "_static/mathjax/tex-mml-chtml.js",
+    });
+    if (!res.session) throw new Error("the Jupyter server gave no kernel session");
+    var kernel = res.session.kernel;
+    for (var i = 0; i < setup.length; i++) {
+      setStatus("kernel ready; running setup cell " + (i + 1) + " of " + setup.length + " …");
+      await runSilently(kernel, codeOf(setup[i]));
+    }
+    setStatus("running the live cells …");
+    var results = await res.notebook.executeAll(true);
+    liveCells.forEach(function (cell) {
+      var stat = cell.querySelector(":scope > .cell_output");
+      if (stat) stat.style.display = "none";
+      cell.classList.add("book-live-running");
+    });
+    var failed = (results || []).some(function (r) { return r == null || r.error; });
+    setStatus(failed ? "a live cell raised an error (see its output)"
+                     : "live: the controls below recompute in the kernel");
+    document.documentElement.dataset.bookLive = failed ? "error" : "ready";
+  }
+
+  function onClick() {
+    if (!state.started) {
+      state.started = start().catch(function (err) {
+        console.warn("live mode failed:", err);
+        setStatus("live mode failed: " + err.message);
+        document.documentElement.dataset.bookLive = "error";
+      });
+    }
+    return state.started;
+  }
+
+  function decorate() {
+    var cells = document.querySelectorAll("div.cell.tag_live");
+    cells.forEach(function (cell) {
+      var bar = document.createElement("div");
+      bar.className = "book-live-bar";
+      var badge = document.createElement("span");
+      badge.className = "book-live-badge"; badge.textContent = "live figure";
+      bar.appendChild(badge);
+      var status = document.createElement("span");
+      status.className = "book-live-status";
+      if (window.BOOK_LIVE) {
+        var b = document.createElement("button");
+        b.type = "button"; b.className = "book-live-run"; b.textContent = "Run live";
+        b.title = "start a kernel on the local Jupyter server and recompute this figure";
+        b.addEventListener("click", onClick);
+        bar.appendChild(b);
+        status.textContent = "computed when the book was built; press Run live to recompute";
+      } else {
+        status.textContent = "this copy was computed when the book was built; its controls " +
+          "recompute in a kernel: run `make live` (or open the chapter in JupyterLab)";
+      }
+      bar.appendChild(status);
+      cell.insertBefore(bar, cell.firstChild);
+    });
+    window.bookLiveStart = onClick;  // for tests and the console
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", decorate);
+  else decorate();
+})();

@@ -1,0 +1,135 @@
+"""Sphinx extension with the book's reader features (loaded through ``sphinx.local_extensions``).
+
+- Each chapter (a page built from a notebook) offers its executed ``.ipynb`` in the theme's
+  download menu, and says how to run it in JupyterLab and live on the website.
+- ``book_static/`` (dark-mode CSS, the live-kernel script) is added to every page.
+- The ``book-build-info`` directive renders the package versions of the running build (status page).
+- sphinx-thebe's scripts are removed: they point at unpkg.com and Binder, and are replaced by the
+  book's own live mode (``make live``; thebe served from the book, a kernel on 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import importlib.metadata
+import os
+import platform
+import shutil
+import sys
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STATIC = os.path.join(ROOT, "book_static")
+LIVE_TAG = "live"
+
+#: Packages listed on the status page, in this order (whatever is installed is shown).
+STATUS_PACKAGES = [
+    "sattn", "numpy", "scipy", "matplotlib", "ipywidgets", "ipykernel", "jupyter-book", "sphinx",
+    "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme", "sphinx-proof",
+    "sphinxcontrib-bibtex", "jupytext", "jupyter-cache", "nbclient", "nbval", "pytest",
+    "hypothesis", "jupyterlab", "jupyter-server", "playwright",
+]
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+class BuildInfo(Directive):
+    """``{book-build-info}``: a table of the versions this build ran with (read every build)."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        env.note_reread()  # the versions are facts about *this* build, so re-read every time
+        rows = [("Python", platform.python_version()), ("Platform", platform.platform(terse=True))]
+        rows += [(p, _version(p)) for p in STATUS_PACKAGES]
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        body = "".join(f"<tr><td>{html.escape(k)}</td><td><code>{html.escape(v)}</code></td></tr>"
+                       for k, v in rows)
+        table = (f'<p class="book-build-stamp">Built on {stamp}.</p>'
+                 '<table class="table book-versions"><thead><tr><th>Package</th><th>Version</th>'
+                 f"</tr></thead><tbody>{body}</tbody></table>")
+        return [nodes.raw("", table, format="html")]
+
+
+def _drop_sphinx_thebe(app):
+    """Disconnect sphinx-thebe (loaded by Jupyter Book): its scripts name unpkg.com."""
+    for listeners in app.events.listeners.values():
+        listeners[:] = [ls for ls in listeners
+                        if not getattr(ls.handler, "__module__", "").startswith("sphinx_thebe")]
+    app.registry.css_files[:] = [(f, a) for f, a in app.registry.css_files if f != "sphinx-thebe.css"]
+
+
+def _is_notebook(app, docname: str) -> bool:
+    return bool(app.env.metadata.get(docname, {}).get("kernelspec"))
+
+
+def _notebook_file(app, docname: str) -> str | None:
+    """The stored executed notebook of a chapter (``chapters/NN.ipynb``), else None."""
+    path = os.path.join(app.srcdir, docname + ".ipynb")
+    return path if os.path.exists(path) else None
+
+
+def _run_panel(docname: str, ipynb_url: str | None, has_live: bool) -> str:
+    stem = os.path.basename(docname)
+    dl = (f'<a class="reference download" href="{ipynb_url}" download>download '
+          f"<code>{stem}.ipynb</code></a>" if ipynb_url else f"open <code>{docname}.md</code>")
+    live = ("<li>Figures marked <em>live</em> recompute on this page itself when the book is served "
+            "by <code>make live</code> (a Jupyter server on 127.0.0.1; press "
+            "<em>Run live</em> above the figure).</li>") if has_live else ""
+    return (
+        '<details class="book-run-panel"><summary>Run this chapter yourself</summary><ul>'
+        f"<li>In a clone of the book, <code>make lab</code> opens JupyterLab with the package "
+        f"<code>sattn</code> importable; there, open <code>{docname}.md</code> (right click, "
+        f"<em>Open With → Notebook</em>) or {dl} and choose <em>Run → Run All Cells</em>.</li>"
+        "<li>Without the clone: <code>pip install -r requirements.txt</code> and "
+        "<code>pip install -e .</code> in the book's folder, then <code>jupyter lab</code>.</li>"
+        f"{live}</ul></details>"
+    )
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    if doctree is None or not _is_notebook(app, pagename):
+        return
+    nb = _notebook_file(app, pagename)
+    url = None
+    if nb is not None:
+        rel = pagename + ".ipynb"
+        dest = os.path.join(app.outdir, "_sources", rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(nb, dest)
+        context["ipynb_source"] = rel  # the theme's download menu then offers ".ipynb"
+        url = f"{context['pathto']('_sources', 1)}/{rel}"
+    body = context.get("body", "")
+    has_live = f"tag_{LIVE_TAG}" in body
+    end = body.find("</h1>")
+    if end >= 0:
+        end += len("</h1>")
+        context["body"] = body[:end] + _run_panel(pagename, url, has_live) + body[end:]
+
+
+def _config_inited(app, config):
+    if STATIC not in config.html_static_path:
+        config.html_static_path.append(STATIC)
+    _drop_sphinx_thebe(app)
+
+
+def setup(app):
+    app.add_directive("book-build-info", BuildInfo)
+    app.connect("config-inited", _config_inited)
+    # before sphinx-book-theme's add_header_buttons (priority 501) so that it sees ipynb_source
+    app.connect("html-page-context", _page_context, priority=400)
+    # MathJax 2 call for ipywidgets labels; loaded before MathJax itself (defer)
+    app.add_js_file("book-widget-typeset.js", priority=200)
+    app.add_js_file("book-live-config.js", priority=800)
+    app.add_js_file("book-live.js", priority=801)
+    app.add_css_file("book.css", priority=800)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
