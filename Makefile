@@ -14,8 +14,10 @@ BOOK_FLAGS := -W -n --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
 HOST ?= 127.0.0.1
 PORT ?= 8000
+JUPYTER_PORT ?= 8890
 
 .PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
+        live screenshots linkcheck \
         notebooks clean
 
 help:
@@ -23,6 +25,9 @@ help:
 	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
 	@echo "make lab    JupyterLab on the chapters (sattn importable)"
 	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
+	@echo "make live   serve the book with a Jupyter server on $(HOST):$(JUPYTER_PORT): live figures recompute"
+	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
+	@echo "make linkcheck    check every internal link and anchor of _build/html"
 	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -54,8 +59,21 @@ test-notebooks: $(STAMP)
 test-nbval: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider
 
+# Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
+# installs it): console errors, outside requests, math, widgets, images, references, sliders, live.
 test-site: $(STAMP)
-	$(BIN)/python -m pytest tests/site -q
+	$(BIN)/python -m pytest tests/site -q -p no:cacheprovider
+
+linkcheck: $(STAMP)
+	$(BIN)/python tools/linkcheck.py _build/html
+
+live: $(STAMP) $(VENDOR)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	$(BIN)/python tools/serve_live.py --html _build/html --port $(PORT) --jupyter-port $(JUPYTER_PORT)
+
+screenshots: $(STAMP) $(VENDOR)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 test: $(STAMP) $(VENDOR)
 	@start=$$(date +%s); \

@@ -287,16 +287,26 @@ def test_dark_mode_keeps_figures_readable(reader, html_dir):
                   " document.documentElement.dataset.theme = 'dark'; }")
     page.wait_for_timeout(200)
     info = page.evaluate("""() => {
-      const lum = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return (0.2126*m[0] + 0.7152*m[1] + 0.0722*m[2]) / 255; };
-      const body = getComputedStyle(document.body).backgroundColor;
+      const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+      const lum = (c) => { const [r, g, b] = rgb(c).slice(0, 3).map(v => { v /= 255;
+          return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+      const bgOf = (el) => { for (let e = el; e; e = e.parentElement) {
+          const c = getComputedStyle(e).backgroundColor, a = rgb(c)[3];
+          if (a === undefined || a > 0.5) return c; } return "rgb(255, 255, 255)"; };
+      const contrast = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05); };
       const imgs = Array.from(document.querySelectorAll('.cell_output img')).filter(i => i.checkVisibility());
-      const labels = Array.from(document.querySelectorAll('.widget-label, .widget-readout')).filter(e => e.checkVisibility());
-      return { body: lum(body), imgBg: imgs.map(i => getComputedStyle(i).backgroundColor),
-               labels: labels.map(e => lum(getComputedStyle(e).color)) };
+      const texts = Array.from(document.querySelectorAll(
+          '.widget-label, .widget-readout, .widget-html-content, main p')).filter(e => e.checkVisibility() && e.innerText.trim());
+      return { body: lum(getComputedStyle(document.body).backgroundColor),
+               imgBg: imgs.map(i => getComputedStyle(i).backgroundColor),
+               low: texts.map(e => [e.className || e.tagName, contrast(getComputedStyle(e).color, bgOf(e))])
+                         .filter(([_, c]) => c < 4.5) };
     }""")
-    assert info["body"] < 0.3, f"the page did not turn dark (background luminance {info['body']:.2f})"
+    assert info["body"] < 0.1, f"the page did not turn dark (background luminance {info['body']:.2f})"
     assert info["imgBg"] and all(bg == "rgb(255, 255, 255)" for bg in info["imgBg"]), info["imgBg"]
-    assert all(l > 0.5 for l in info["labels"]), f"widget labels too dark on dark: {info['labels']}"
+    assert not info["low"], f"text below WCAG contrast 4.5 in dark mode: {info['low'][:10]}"
     assert not errors and not blocked, (errors, blocked)
 
 
