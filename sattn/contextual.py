@@ -729,7 +729,7 @@ def adaptive_lambda(projections, n: int) -> float:
 
     Parameters
     ----------
-    projections : array_like, shape (|V|,)
+    projections : array_like, shape (vocabulary_size,)
         Distinct, nonzero projections of the vocabulary.
     n : int (>= 2)
 

@@ -272,7 +272,7 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     lam : "auto", "adaptive", "theorem" or float, default "auto"
         "auto" picks, among lambdas with a maximal logit of 0.25 to 4, the one whose context ids
         are best separated in float64 (no guarantee; the error is measured). "theorem" and
-        "adaptive" are as in :func:`rank_one_contextual_mapping`; with them, ids usually collide
+        "adaptive" are as in :func:`~sattn.contextual.rank_one_contextual_mapping`; with them, ids usually collide
         in float64, which raises.
     s : int, default 1
         Head size.

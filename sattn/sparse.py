@@ -12,7 +12,7 @@ and, for the causal variant, **lower triangular** (``A[l, j] = 0`` for ``j > l``
 
 Each class has a validator ``check_*`` that returns a :class:`PatternReport` naming the first
 violation (which row or column, the count or the values) and a raising variant ``require_*``.
-The validators accept dense arrays and :mod:`scipy.sparse` matrices (useful at large ``L``).
+The validators accept dense arrays and ``scipy.sparse`` matrices (useful at large ``L``).
 
 :func:`sample_sparse` is the paper's two-pass random sampler (Section 4 of the paper, spec Section
 8.1), implemented with one Python loop over rows and one over columns instead of a loop over all
