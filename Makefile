@@ -63,8 +63,10 @@ test-nbval: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider
 
 # Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
-# installs it): console errors, outside requests, math, widgets, images, references, sliders, live.
+# is installed by tools/install_browser.sh when missing): console errors, outside requests, math,
+# widgets, images, references, sliders, live.
 test-site: $(STAMP)
+	bash tools/install_browser.sh
 	$(BIN)/python -m pytest tests/site -q -p no:cacheprovider
 
 linkcheck: $(STAMP)
