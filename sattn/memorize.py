@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,6 +154,23 @@ def interpolating_ffn(ids, targets, rng, *, max_draws: int = 100) -> tuple[FeedF
     if M == 1:
         return FeedForward(np.zeros((1, d)), np.zeros(1), np.zeros((d, 1)), T[0] - C[0]), {
             "min_gap": math.inf, "max_slope": 0.0, "width": 1}
+    # identical ids (float64 could not separate them): harmless if the targets agree, fatal otherwise
+    _, first, inverse = np.unique(C, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for m in range(M):
+        f = first[inverse[m]]
+        if f != m and not np.array_equal(T[f], T[m]):
+            raise ValueError(
+                f"ids[{f}] and ids[{m}] are identical in float64 but their targets differ "
+                f"({T[f].tolist()} vs {T[m].tolist()}): no token-wise layer can map them apart"
+            )
+    if len(first) < M:
+        keep = np.sort(first)
+        C, T = C[keep], T[keep]
+        M = C.shape[0]
+        if M == 1:
+            return FeedForward(np.zeros((1, d)), np.zeros(1), np.zeros((d, 1)), T[0] - C[0]), {
+                "min_gap": math.inf, "max_slope": 0.0, "width": 1}
     if d == 1:
         u = np.ones(1)
     else:
@@ -304,8 +322,8 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     else:
         lam_v = lam
     attn = rank_one_contextual_mapping(Xs, rng, lam=lam_v, s=s)
-    ids, targets, seen = [], [], set()
-    for X, Y in zip(Xs, Ys):
+    ids, targets, where, seen = [], [], [], set()
+    for i, (X, Y) in enumerate(zip(Xs, Ys)):
         H = attn(X)
         V = vocabulary(X)
         for k in range(X.shape[1]):
@@ -314,7 +332,20 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
                 seen.add(key)
                 ids.append(H[:, k])
                 targets.append(Y[:, k])
-    ffn, info = interpolating_ffn(np.array(ids), np.array(targets), rng)
+                where.append((i, k))
+    try:
+        ffn, info = interpolating_ffn(np.array(ids), np.array(targets), rng)
+    except ValueError as exc:
+        pair = [int(x) for x in re.findall(r"ids\[(\d+)\]", str(exc))[:2]]
+        named = ""
+        if len(pair) == 2:
+            (i, k), (j, l) = where[pair[0]], where[pair[1]]
+            named = f" (token Xs[{i}][:, {k}] and token Xs[{j}][:, {l}])"
+        raise ValueError(
+            f"the context ids of two classes that need different labels{named} cannot be told apart "
+            f"in float64 with lam = {attn.lam:.4g}: the attention's separation is below float64 "
+            "resolution; use lam='auto' or a smaller lam"
+        ) from exc
     model = OneLayerTransformer(attention=attn, ffn=ffn)
     err = max(float(np.abs(model(X) - Y).max()) for X, Y in zip(Xs, Ys))
     return model, MemorizationReport(

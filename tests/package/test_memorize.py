@@ -106,7 +106,7 @@ def test_interpolating_ffn_exact_and_collision_error():
 
     np.testing.assert_allclose(feed_forward(C.T, ffn).T, T, atol=1e-9)
     assert info["width"] == 29
-    with pytest.raises(ValueError, match="project to the same value"):
+    with pytest.raises(ValueError, match=r"ids\[0\] and ids\[1\] are identical in float64 but their targets differ"):
         interpolating_ffn(np.array([[1.0], [1.0]]), np.array([[0.0], [1.0]]), rng)
 
 
@@ -136,3 +136,20 @@ def test_two_layer_rejects_non_equivariant_target():
     f = lambda X: X * np.arange(1, X.shape[2] + 1)  # noqa: E731  (depends on position)
     with pytest.raises(ValueError, match="not permutation-equivariant"):
         two_layer_approximation(f, 2, 3, np.random.default_rng(0))
+
+
+def test_float64_collision_with_theorem_lambda_is_a_clear_error():
+    Xs, Ys, rng = _random_dataset(0)
+    with pytest.raises(ValueError, match=r"cannot be told apart in float64 with lam = .*token Xs\[|token Xs\[.*cannot be told apart"):
+        memorize(Xs, Ys, rng, lam="theorem")
+
+
+def test_identical_ids_with_equal_targets_are_merged():
+    rng = np.random.default_rng(0)
+    C = np.array([[0.0], [1.0], [1.0], [2.0]])
+    T = np.array([[5.0], [3.0], [3.0], [4.0]])
+    ffn, info = interpolating_ffn(C, T, rng)
+    from sattn.attention import feed_forward
+
+    np.testing.assert_allclose(feed_forward(C.T, ffn).T, T, atol=1e-12)
+    assert info["width"] == 2
