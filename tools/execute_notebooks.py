@@ -24,6 +24,10 @@ import jupytext
 import nbclient
 import nbformat
 
+# Kernels inherit this: the chapters' small SVD/QR calls are several times slower with
+# oversubscribed BLAS threads on a small machine (the Makefile sets the same default).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def stable_cell_ids(nb) -> None:
     """Give every cell an id derived from its type and source, so ids survive re-execution.
