@@ -68,6 +68,13 @@ from .criteria import (
     check_rows,
     merge_reports,
 )
+from .optimize import (
+    OptimizedLogits,
+    WidthSearch,
+    moment_curve_logits,
+    optimize_logits,
+    smallest_width,
+)
 from .sparse import (
     PatternError,
     PatternReport,
@@ -107,6 +114,11 @@ __all__ = [
     "check_approximation_explicit",
     "check_rows",
     "merge_reports",
+    "OptimizedLogits",
+    "WidthSearch",
+    "moment_curve_logits",
+    "optimize_logits",
+    "smallest_width",
     "PatternError",
     "PatternReport",
     "band_pattern",
