@@ -1,0 +1,195 @@
+"""Fast vs reference engine for the d_min experiments (``python -m sattn bench``).
+
+Workload (identical for both engines): one target ``A`` per length (the paper's sampler), the
+per-target set-up, then the same number of draws (200) at a fixed width ``d`` just below the
+target's d_min, every draw decided in full (no early stop on success).
+
+* reference: ``logit_target`` + full SVD (``factorize(..., "svd")``), then per draw a QR Stiefel
+  matrix, ``X`` (eqs. 13, 15), the full ``L x L`` attention matrix ``SAM(X)`` and explicit ratio
+  checks (``sattn.experiments.explicit_ratio_check``);
+* fast: ``sattn.engine.FastEngine`` (no ``L x L`` array, no SVD/QR, partial draws, row blocks,
+  float32 screening with float64 confirmation).
+
+Also measured: the "floor" of one draw (one ``L x d`` float32 Gaussian matrix plus one float32
+block GEMM of ``first_block x d x L``) and the peak resident memory of the fast engine at
+``L = 3072`` and ``L = 32768`` (fresh subprocesses, ``ru_maxrss``). Ratios are measured within one
+run. Results: ``benchmarks/results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SETUP = "k2-g2-e7-0.5"
+ROOT = 777
+
+
+def _time(fn, repeat=1):
+    best = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    return best
+
+
+def _estimate_dmin(eng, L, draws=64, step=4):
+    """Bisection for a width just below d_min (cheap estimate with ``draws`` draws per width)."""
+    lo, hi = 2, L
+    while hi - lo > step:
+        mid = (lo + hi) // 2
+        eng.reset_suspects()
+        if eng.level(mid, draws, ROOT, (mid,)).success:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def compare(L, n_draws=200, *, d=None):
+    """Time reference and fast engines on the same workload at length ``L``."""
+    from sattn.construction import factorize, fixed_weights, draw_input, logit_target
+    from sattn.attention import sam
+    from sattn.engine import FastEngine, draw_generator
+    from sattn.experiments import SETUPS, explicit_ratio_check, support_index
+    from sattn.sparse import sample_sparse
+
+    s = SETUPS[SETUP]
+    A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L))
+    eng = FastEngine(A, s.eps1, s.eps2)
+    if d is None:
+        d = max(1, _estimate_dmin(eng, L) - 4)
+
+    # reference: set-up + n_draws full draws
+    t0 = time.perf_counter()
+    B = logit_target(A, s.eps1, s.eps2)
+    D, V = factorize(B, "svd")
+    support = support_index(A)
+    W_Q, W_K = fixed_weights(d)
+    t_ref_setup = time.perf_counter() - t0
+    rng = np.random.default_rng(1)
+    ok_ref = 0
+    t0 = time.perf_counter()
+    for _ in range(n_draws):
+        M = sam(draw_input(D, V, d, rng), W_Q, W_K)
+        ok_ref += explicit_ratio_check(M, A, s.eps1, s.eps2, support=support)
+    t_ref_draws = time.perf_counter() - t0
+
+    # fast: set-up + the same number of draws
+    t0 = time.perf_counter()
+    eng = FastEngine(A, s.eps1, s.eps2)
+    t_fast_setup = time.perf_counter() - t0
+    ok_fast, stages = 0, {}
+    t0 = time.perf_counter()
+    for i in range(n_draws):
+        out = eng.draw(d, draw_generator(ROOT, (L, d, i)))
+        ok_fast += out.ok
+        stages[out.stage] = stages.get(out.stage, 0) + 1
+    t_fast_draws = time.perf_counter() - t0
+
+    # floor: one L x d float32 Gaussian + one float32 block GEMM (first_block x d x L)
+    rng = np.random.default_rng(2)
+    Z = rng.standard_normal((L, d), dtype=np.float32)
+    U = rng.standard_normal((eng.first_block, d), dtype=np.float32)
+    t_gauss = _time(lambda: [rng.standard_normal((L, d), dtype=np.float32) for _ in range(20)], 3) / 20
+    t_gemm = _time(lambda: [U @ Z.T for _ in range(20)], 3) / 20
+    floor = t_gauss + t_gemm
+    ref_total = t_ref_setup + t_ref_draws
+    fast_total = t_fast_setup + t_fast_draws
+    return {
+        "L": L, "d": d, "setup": SETUP, "draws": n_draws,
+        "reference": {"setup_s": t_ref_setup, "draws_s": t_ref_draws, "total_s": ref_total,
+                      "successes": int(ok_ref)},
+        "fast": {"setup_s": t_fast_setup, "draws_s": t_fast_draws, "total_s": fast_total,
+                 "successes": int(ok_fast), "stages": stages,
+                 "per_draw_s": t_fast_draws / n_draws},
+        "floor": {"gaussian_s": t_gauss, "block_gemm_s": t_gemm, "per_draw_s": floor,
+                  "block_rows": eng.first_block},
+        "speedup": ref_total / fast_total,
+        "speedup_draws_only": t_ref_draws / t_fast_draws,
+        "fast_per_draw_over_floor": (t_fast_draws / n_draws) / floor,
+    }
+
+
+_MEM_SCRIPT = r"""
+import json, resource, sys, time
+import numpy as np
+from threadpoolctl import threadpool_limits
+threadpool_limits(1)
+from sattn.engine import FastEngine, draw_generator
+from sattn.experiments import SETUPS
+from sattn.sparse import sample_sparse
+L, d, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s = SETUPS[sys.argv[4]]
+A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L), as_csr=True)
+eng = FastEngine(A, s.eps1, s.eps2)
+t = time.perf_counter(); stages = {}
+for i in range(n):
+    out = eng.draw(d, draw_generator(1, (i,)), complete=True)   # always the whole draw
+    stages[out.stage] = stages.get(out.stage, 0) + 1
+dt = (time.perf_counter() - t) / n
+print(json.dumps({"L": L, "d": d, "draws": n, "per_draw_s": dt, "stages": stages,
+                  "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def peak_memory(L, d, n=3):
+    """Peak RSS (MB) of a fresh process that samples A (sparse), builds the engine and completes
+    ``n`` full draws at width ``d`` (``complete=True`` also materialises the whole ``L x d``)."""
+    res = subprocess.run([sys.executable, "-c", _MEM_SCRIPT, str(L), str(d), str(n), SETUP],
+                         capture_output=True, text=True, check=True,
+                         cwd=str(Path(__file__).resolve().parents[1]))
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main(quick=False, out="benchmarks/results.json") -> int:
+    from threadpoolctl import threadpool_limits
+
+    import sattn
+    from sattn.experiments import _versions
+
+    t0 = time.perf_counter()
+    results = {"versions": _versions(), "machine": platform.processor() or platform.machine(),
+               "quick": bool(quick), "setup": SETUP, "comparisons": [], "memory": []}
+    with threadpool_limits(1, user_api="blas"):
+        for L in ([256] if quick else [512, 2048]):
+            r = compare(L, n_draws=20 if quick else 200)
+            results["comparisons"].append(r)
+            print(f"L={L:5d} d={r['d']:4d}: reference {r['reference']['total_s']:.2f} s, "
+                  f"fast {r['fast']['total_s']:.3f} s, speedup {r['speedup']:.1f}x "
+                  f"(draws only {r['speedup_draws_only']:.1f}x); fast per draw "
+                  f"{1e3 * r['fast']['per_draw_s']:.2f} ms = "
+                  f"{r['fast_per_draw_over_floor']:.2f} x floor "
+                  f"({1e3 * r['floor']['per_draw_s']:.2f} ms)", flush=True)
+    for L, d in ([(3072, 128)] if quick else [(3072, 128), (32768, 256)]):
+        m = peak_memory(L, d)
+        results["memory"].append(m)
+        print(f"L={L:6d} d={d}: peak RSS {m['peak_rss_MB']:.0f} MB, "
+              f"{1e3 * m['per_draw_s']:.1f} ms per complete draw", flush=True)
+    results["targets"] = {
+        "speedup_512>=20": next((c["speedup"] >= 20 for c in results["comparisons"]
+                                 if c["L"] == 512), None),
+        "speedup_2048>=50": next((c["speedup"] >= 50 for c in results["comparisons"]
+                                  if c["L"] == 2048), None),
+        "per_draw_within_3x_floor": all(c["fast_per_draw_over_floor"] <= 3
+                                        for c in results["comparisons"]),
+        "peak_memory_under_2GB": all(m["peak_rss_MB"] < 2048 for m in results["memory"]),
+    }
+    results["wall_s"] = time.perf_counter() - t0
+    del sattn
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    print(f"targets: {results['targets']}; wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(quick="--quick" in sys.argv))

@@ -1,0 +1,102 @@
+"""Command line of :mod:`sattn`.
+
+    python -m sattn reproduce fig3|fig4|fig5 [--setups ...] [--lengths ...] [--jobs N]
+                                             [--profile quick|paper] [--out DIR] [--no-progress]
+    python -m sattn bench [--quick] [--out benchmarks/results.json]
+    python -m sattn setups
+
+``reproduce`` is resumable: rerunning the same command after an interruption (Ctrl-C, a crash,
+``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``.
+To run on a Dask cluster, call :func:`sattn.experiments.reproduce` inside
+``joblib.parallel_config(backend="dask")`` with a ``distributed.Client`` connected (joblib's Dask
+backend); the task code is the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _reproduce(args) -> int:
+    from .experiments import reproduce
+
+    man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
+                    jobs=args.jobs, out=args.out, progress=not args.no_progress)
+    if args.figure == "fig5":
+        print(f"fig5: wrote maps for {man['setup']['name']} at L = {man['L']} "
+              f"in {man['wall_seconds_this_run']:.1f} s")
+    else:
+        print(f"{args.figure} ({man['profile']}): {len(man['computed'])} tasks computed, "
+              f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
+    return 0
+
+
+def _bench(args) -> int:
+    try:
+        from benchmarks.engines import main as bench_main
+    except ImportError as exc:
+        print("error: the benchmark harness lives in benchmarks/ at the repository root; run "
+              f"`python -m sattn bench` from there ({exc})", file=sys.stderr)
+        return 2
+    return bench_main(quick=args.quick, out=args.out)
+
+
+def _setups(args) -> int:
+    from .experiments import PROFILES, SETUPS
+
+    prof = PROFILES[args.profile]
+    print(f"{'name':16s} {'k':>2s} {'gamma':>5s} {'eps1':>5s} {'eps2':>5s}  d grid ({prof.name})")
+    for name, s in SETUPS.items():
+        a, b, c = prof.grid(name)
+        print(f"{name:16s} {s.k:2d} {s.gamma:5g} {s.eps1:5g} {s.eps2:5g}  {a}:{b}:{c}")
+    return 0
+
+
+def _lengths(text):
+    return [int(x) for x in text.replace(",", " ").split()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sattn", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4 or 5 (resumable)")
+    r.add_argument("figure", help="fig3, fig4 or fig5")
+    r.add_argument("--setups", nargs="+", default=None, help="setup names (see `setups`)")
+    r.add_argument("--lengths", nargs="+", default=None, type=int,
+                   help="strictly increasing sequence lengths L")
+    r.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
+    r.add_argument("--profile", default="quick", help="quick (default) or paper")
+    r.add_argument("--out", default=None, help="output folder (default data/ or data/quick/)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_reproduce)
+
+    b = sub.add_parser("bench", help="fast vs reference engine; writes benchmarks/results.json")
+    b.add_argument("--quick", action="store_true", help="small sizes only (a smoke test)")
+    b.add_argument("--out", default="benchmarks/results.json")
+    b.set_defaults(func=_bench)
+
+    s = sub.add_parser("setups", help="list the twelve setups and their d grids")
+    s.add_argument("--profile", default="paper")
+    s.set_defaults(func=_setups)
+    return p
+
+
+def main(argv=None) -> int:
+    from .experiments import ExperimentError, StoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ExperimentError, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished tasks are saved; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

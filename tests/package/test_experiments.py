@@ -1,0 +1,273 @@
+"""Tests of the fast engine, the reference engine and the resumable experiment runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sattn.attention import row_softmax
+from sattn.construction import factorize, logit_target
+from sattn.criteria import check_approximation, check_approximation_explicit
+from sattn.engine import FastEngine, draw_generator, prepare_target
+from sattn.experiments import (
+    SETUPS,
+    ExperimentError,
+    StoreError,
+    TaskStore,
+    explicit_ratio_check,
+    fit_log,
+    make_tasks,
+    reference_level,
+    reproduce,
+    run_task,
+)
+from sattn.__main__ import main as cli_main
+from sattn.sparse import sample_sparse
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
+
+
+def _target(L, name, seed=0):
+    s = SETUPS[name]
+    return s, sample_sparse(L, s.k, s.gamma, np.random.default_rng(seed))
+
+
+# --------------------------------------------------------------------------- engine maths
+def test_prepare_target_matches_logit_target():
+    s, A = _target(96, "k2-g2-e7-0.5")
+    t = prepare_target(A, s.eps1, s.eps2)
+    B = logit_target(A, s.eps1, s.eps2)
+    rebuilt = np.zeros_like(B)
+    rows = np.repeat(np.arange(96)[:, None], t.k_max, axis=1)
+    np.add.at(rebuilt, (rows, t.cols), t.bvals)
+    np.testing.assert_allclose(rebuilt, B, atol=1e-12)
+    np.testing.assert_allclose(t.row_norm, np.linalg.norm(B, axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("name,L,widths", [("k1-g1-e3-0.5", 96, (16, 28, 40, 60)),
+                                           ("k2-g2-e7-0.5", 128, (20, 36, 52, 80))])
+def test_same_decision_on_same_draw(name, L, widths):
+    """The fast engine's decision equals the reference decision on Y = qr(Z) of the same draw:
+    log-domain check (criteria module) and explicit ratios on the full M."""
+    s, A = _target(L, name, seed=L)
+    B = logit_target(A, s.eps1, s.eps2)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    decisions = []
+    for d in widths:
+        for i in range(12):
+            out = eng.draw(d, draw_generator(3, (d, i)), complete=True)
+            Q, _ = np.linalg.qr(out.Z)
+            G = (L / d) * B @ Q @ Q.T
+            ref = check_approximation(G, A, s.eps1, s.eps2).ok
+            assert out.ok == ref, (d, i, out)
+            assert explicit_ratio_check(row_softmax(G), A, s.eps1, s.eps2) == ref
+            decisions.append((out.ok, out.stage))
+    oks = [ok for ok, _ in decisions]
+    stages = {st for _, st in decisions}
+    assert any(oks) and not all(oks)          # both outcomes occur: the test can fail
+    assert "stage1" in stages and "screen" in stages
+
+
+def test_float32_screen_equals_float64():
+    s, A = _target(128, "k2-g2-e7-0.5", seed=5)
+    e32 = FastEngine(A, s.eps1, s.eps2)
+    e64 = FastEngine(A, s.eps1, s.eps2, use_float32=False)
+    for d in (30, 44, 60):
+        for i in range(10):
+            a = e32.draw(d, draw_generator(9, (d, i)))
+            b = e64.draw(d, draw_generator(9, (d, i)))
+            assert a.ok == b.ok
+
+
+def test_partial_draw_completes_to_a_gaussian_matrix():
+    """Stage 1 (Z_J + Bartlett factor) and stage 2 (Z_rest = Q R_W) give an i.i.d. N(0,1) Z."""
+    s, A = _target(160, "k1-g1-e3-0.5")
+    eng = FastEngine(A, s.eps1, s.eps2, extra_cols=40)
+    Zs = np.stack([eng.draw(24, draw_generator(11, (i,)), complete=True).Z for i in range(150)])
+    flat = Zs.reshape(-1)
+    assert abs(flat.mean()) < 0.01
+    assert abs(flat.var() - 1) < 0.02
+    # every entry has variance 1 (rows inside and outside J alike) and columns are uncorrelated
+    var_rows = Zs.var(axis=(0, 2))
+    assert np.all(np.abs(var_rows - 1) < 0.35)
+    C = np.einsum("nij,nik->jk", Zs, Zs) / (Zs.shape[0] * Zs.shape[1])
+    assert np.abs(C - np.eye(24)).max() < 0.05
+
+
+def test_fast_and_svd_reference_agree_in_distribution():
+    """Success frequencies at a fixed width: fast engine vs the SVD route with explicit ratios."""
+    s, A = _target(64, "k2-g2-e7-0.5", seed=2)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    n = 250
+    rates = {}
+    factors = factorize(logit_target(A, s.eps1, s.eps2), "svd")
+    for d in (40, 48):
+        fast = np.mean([eng.draw(d, draw_generator(4, (d, i))).ok for i in range(n)])
+        rng = np.random.default_rng(d)
+        ref = np.mean([reference_level(A, s.eps1, s.eps2, d, 1, rng, factors=factors)[0]
+                       for _ in range(n)])
+        rates[d] = (fast, ref)
+        p = (fast + ref) / 2
+        sd = np.sqrt(2 * p * (1 - p) / n) + 1e-9
+        assert abs(fast - ref) < 4.5 * sd, (d, fast, ref)
+    assert any(0.05 < f < 0.95 for f, _ in rates.values())
+
+
+def test_explicit_ratio_check_matches_criteria_module():
+    rng = np.random.default_rng(0)
+    for trial in range(12):
+        L = 12
+        A = sample_sparse(L, 2, 2.0, rng)
+        G = 4.0 * logit_target(A, 1.0, 0.5) + rng.normal(scale=0.4 + 0.1 * trial, size=(L, L))
+        M = row_softmax(G)
+        assert explicit_ratio_check(M, A, 1.0, 0.5) == check_approximation_explicit(
+            M, A, 1.0, 0.5).ok
+
+
+def test_fit_log_recovers_exact_curve():
+    L = np.arange(512, 3073, 256)
+    a, b, r2 = fit_log(L, 7.5 * np.log(L) - 3.0)
+    assert (round(a, 6), round(b, 6), round(r2, 9)) == (7.5, -3.0, 1.0)
+    with pytest.raises(ValueError, match="equal length"):
+        fit_log([1, 2, 3], [1, 2])
+
+
+def test_run_task_is_deterministic_and_reports_the_protocol():
+    t = make_tasks("fig3", "quick", setups=["k1-g1-e3-0.5"], lengths=[128])[0]
+    r1, r2 = run_task(t), run_task(t)
+    assert r1["result"] == r2["result"]
+    levels = r1["result"]["levels"]
+    assert [lv[0] for lv in levels] == list(range(t.grid[0], levels[-1][0] + 1, t.grid[2]))
+    assert all(lv[1] == t.n_draws and not lv[2] for lv in levels[:-1])   # failing levels: all draws
+    assert levels[-1][2] == 1 and r1["result"]["d_min"] == levels[-1][0]
+
+
+# --------------------------------------------------------------------------- store and runner
+def test_jobs_do_not_change_results(tmp_path):
+    m1 = reproduce("fig3", jobs=1, out=tmp_path / "j1", progress=False, **TINY)
+    m2 = reproduce("fig3", jobs=2, out=tmp_path / "j2", progress=False, **TINY)
+    c1 = (tmp_path / "j1" / "fig3.csv").read_bytes()
+    assert c1 == (tmp_path / "j2" / "fig3.csv").read_bytes()
+    assert m1["checksums"]["csv"] == m2["checksums"]["csv"]
+    assert len(m1["computed"]) == 4 and not m1["reused"]
+    # a second run recomputes nothing
+    m3 = reproduce("fig3", jobs=1, out=tmp_path / "j1", progress=False, **TINY)
+    assert not m3["computed"] and len(m3["reused"]) == 4
+    assert (tmp_path / "j1" / "fig3.csv").read_bytes() == c1
+
+
+def test_resume_after_sigkill_recomputes_no_finished_task(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "sattn", "reproduce", "fig3", "--profile", "quick",
+           "--setups", "k1-g1-e3-0.5", "k2-g2-e7-0.5", "--lengths", "192", "256",
+           "--jobs", "1", "--no-progress", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tdir = out / "tasks" / "fig3"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if tdir.is_dir() and len(list(tdir.glob("*.json"))) >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = {p.name: p.read_bytes() for p in tdir.glob("*.json")}
+    assert 1 <= len(finished) < 4
+    assert not (out / "fig3.csv").exists()
+    rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    man = json.loads((out / "fig3_manifest.json").read_text())
+    computed = {f"{t}.json" for t in man["computed"]}
+    assert computed.isdisjoint(finished)                        # nothing recomputed
+    assert {f"{t}.json" for t in man["reused"]} == set(finished)
+    assert len(computed) + len(finished) == 4                    # nothing lost or duplicated
+    for name, data in finished.items():                          # finished files untouched
+        assert (tdir / name).read_bytes() == data
+    assert not list(tdir.glob(".tmp-*"))
+    # the resumed CSV equals an uninterrupted run's
+    ref = reproduce("fig3", profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"],
+                    lengths=[192, 256], jobs=2, out=tmp_path / "ref", progress=False)
+    assert (out / "fig3.csv").read_bytes() == (tmp_path / "ref" / "fig3.csv").read_bytes()
+    assert ref["checksums"]["csv"] == man["checksums"]["csv"]
+
+
+def test_corrupted_task_file_is_a_clear_error(tmp_path):
+    reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+              setups=["k1-g1-e3-0.5"], lengths=[128])
+    f = next((tmp_path / "tasks" / "fig3").glob("*.json"))
+    good = f.read_bytes()
+    (tmp_path / "fig3_manifest.json").unlink()          # isolate the task-file check
+    f.write_bytes(good.replace(b'"d_min":', b'"d_min": 1 +', 1)[:-5])
+    with pytest.raises(StoreError, match="corrupted result file"):
+        reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+                  setups=["k1-g1-e3-0.5"], lengths=[128])
+    rec = json.loads(good)
+    rec["payload"]["result"]["d_min"] += 4                # valid JSON, wrong checksum
+    f.write_text(json.dumps(rec))
+    with pytest.raises(StoreError, match="SHA-256"):
+        reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+                  setups=["k1-g1-e3-0.5"], lengths=[128])
+    assert f.read_text() == json.dumps(rec)              # nothing was overwritten
+
+
+def test_corrupted_manifest_or_csv_is_a_clear_error(tmp_path):
+    kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
+              lengths=[128])
+    reproduce("fig3", **kw)
+    csv = tmp_path / "fig3.csv"
+    csv.write_text(csv.read_text().replace(",40,", ",44,"))
+    with pytest.raises(StoreError, match="checksum"):
+        reproduce("fig3", **kw)
+    (tmp_path / "fig3_manifest.json").write_text("{not json")
+    with pytest.raises(StoreError, match="corrupted manifest"):
+        reproduce("fig3", **kw)
+
+
+def test_parameter_mismatch_is_refused(tmp_path):
+    t = make_tasks("fig3", "quick", setups=["k1-g1-e3-0.5"], lengths=[128])[0]
+    store = TaskStore(tmp_path)
+    payload = run_task(t)
+    payload["params"]["grid"] = [8, 128, 8]
+    store.save(t, payload)
+    with pytest.raises(StoreError, match="different parameters"):
+        store.load(t)
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["reproduce", "fig9"], "unknown figure 'fig9'"),
+    (["reproduce", "fig3", "--setups", "nope"], "unknown setup name"),
+    (["reproduce", "fig3", "--lengths", "256", "128"], "strictly increasing"),
+    (["reproduce", "fig3", "--lengths", "128", "128"], "strictly increasing"),
+    (["reproduce", "fig3", "--lengths", "16"], "outside the supported range"),
+    (["reproduce", "fig3", "--lengths", "70000"], "outside the supported range"),
+    (["reproduce", "fig3", "--profile", "huge"], "unknown profile"),
+    (["reproduce", "fig3", "--jobs", "0"], "jobs must be"),
+])
+def test_cli_bad_input(argv, msg, capsys, tmp_path):
+    assert cli_main(argv + ["--out", str(tmp_path)]) == 2
+    assert msg in capsys.readouterr().err
+    assert not (tmp_path / "fig3.csv").exists()
+
+
+def test_bad_grid_and_empty_lengths():
+    with pytest.raises(ExperimentError, match="at least one L"):
+        make_tasks("fig3", "quick", lengths=[])
+    from dataclasses import replace
+
+    from sattn.experiments import PROFILES
+    bad = replace(PROFILES["quick"], grids={n: (40, 20, 4) for n in SETUPS})
+    with pytest.raises(ExperimentError, match="non-increasing"):
+        make_tasks("fig3", bad)
+    with pytest.raises(ExperimentError, match="at least one setup"):
+        make_tasks("fig3", "quick", setups=[])
