@@ -286,6 +286,9 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     ------
     ValueError, TypeError
         Bad input (shape, negative entry, empty row, eps out of range, repeated nodes).
+    FloatingPointError
+        If the logits overflow float64 (long sequences: the constant ``c_l`` grows like an inverse
+        power of the node gaps).
 
     References
     ----------
@@ -325,13 +328,27 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
         c = 0.0
         if off.size:
             q_off = np.vander(t[off], sup.size, increasing=True) @ q
-            w_off = np.vander(t[off], w.size, increasing=True) @ w
-            need = (q_off - (logA.min() - gap)) / w_off                # c >= need on every j off S
+            w_off = np.prod((t[off, None] - t[None, sup]) ** 2, axis=1)  # > 0: distinct nodes
+            with np.errstate(divide="ignore", over="ignore"):
+                need = (q_off - (logA.min() - gap)) / w_off            # c >= need on every j off S
             c = max(0.0, float(need.max()))
+            if not math.isfinite(c):
+                raise FloatingPointError(
+                    f"moment_curve_logits: the polynomial coefficients overflow float64 in row {l} "
+                    f"(L = {L}, k = {k}): the nodes are too close for this precision"
+                )
         coef = -c * w
         coef[:sup.size] += q
         Q[l, :coef.size] = coef
-    rep = check_approximation(Q @ K.T, A, eps1, eps2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = Q @ K.T
+    if not np.all(np.isfinite(G)):
+        raise FloatingPointError(
+            f"moment_curve_logits: the polynomial coefficients overflow float64 (L = {L}, k = {k}, "
+            f"largest |coefficient| {np.abs(Q).max():.3g}); the construction is exact in real "
+            "arithmetic but needs more precision for this target"
+        )
+    rep = check_approximation(G, A, eps1, eps2)
     return OptimizedLogits(success=rep.ok, d=deg + 1, Q=Q, K=K, report=rep, starts=1, loss=0.0,
                            iterations=(), method="moment-curve")
 

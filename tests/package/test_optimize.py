@@ -144,6 +144,18 @@ def test_moment_curve_custom_nodes_and_errors():
         moment_curve_logits(A, 0.5, 0.0)
 
 
+def test_moment_curve_overflow_is_an_error_not_nan():
+    A = np.eye(4)[[1, 0, 3, 2]]
+    with pytest.raises(FloatingPointError, match="overflow float64"):
+        moment_curve_logits(A, 0.5, 0.1, nodes=[0.0, 1e-170, 1.0, 2.0])
+
+
+def test_moment_curve_reports_float64_breakdown_honestly():
+    A = sample_sparse(1024, 3, 2.0, np.random.default_rng(1024))
+    res = moment_curve_logits(A, 1.0, 0.5)
+    assert not res.success and not check_approximation(res.G, A, 1.0, 0.5).ok
+
+
 # --------------------------------------------------------------------------- smallest_width
 @given(threshold=st.integers(1, 60), low=st.integers(1, 5), high=st.integers(5, 64))
 def test_bisection_finds_the_threshold_of_a_monotone_predicate(threshold, low, high):
