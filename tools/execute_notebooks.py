@@ -59,6 +59,25 @@ def stable_widget_ids(nb) -> None:
                 view["model_id"] = hashlib.sha1(f"{cell.id}/{k}".encode()).hexdigest()[:32]
 
 
+def merge_streams(nb) -> None:
+    """Join consecutive stdout (or stderr) outputs of a cell into one output.
+
+    How a kernel splits printed text into messages depends on timing; merged, the stored
+    notebook is the same on every execution (nbval compares the joined text either way).
+    """
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            if (out.get("output_type") == "stream" and merged
+                    and merged[-1].get("output_type") == "stream"
+                    and merged[-1].get("name") == out.get("name")):
+                merged[-1]["text"] = merged[-1]["text"] + out["text"]
+            else:
+                merged.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = merged
+
+
 def execute(md_path: str) -> float:
     if not md_path.endswith(".md"):
         raise SystemExit(f"expected a MyST .md chapter, got {md_path!r}")
@@ -79,6 +98,7 @@ def execute(md_path: str) -> float:
     client.execute()
     nb.metadata.pop("widgets", None)
     stable_widget_ids(nb)
+    merge_streams(nb)
     out = md_path[:-3] + ".ipynb"
     jupytext.write(nb, out, fmt="ipynb")
     return time.perf_counter() - t0
