@@ -161,7 +161,7 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     """Search ``Q, K`` in ``R^{L x d}`` such that ``G = Q K^T`` meets criteria (6)-(7) for ``A``.
 
     Minimizes the squared hinge loss of the log-domain constraints (6)-(7), each tightened by
-    ``margin``, with L-BFGS (:func:`scipy.optimize.minimize`). The first start is the best rank-``d``
+    ``margin``, with L-BFGS (``scipy.optimize.minimize``). The first start is the best rank-``d``
     approximation of the construction's logit target ``B`` (eq. 8), split as
     ``Q = U_d S_d^{1/2}``, ``K = V_d S_d^{1/2}``; the others are Gaussian with the same scale. It
     stops at the first start whose product passes :func:`sattn.criteria.check_approximation` (an
