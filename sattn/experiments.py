@@ -192,7 +192,7 @@ PROFILES: dict[str, Profile] = {
         fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
         fig4_Q=(0.1, 0.25, 0.5, 1.0, 2.0, 5.0),
         fig4_lengths=(512, 1024, 1536),
-        fig5={"setup": "k2-g2-e3-0.9", "L": 128, "d_grid": (4, 128, 4)},
+        fig5={"setup": "k2-g2-e7-0.5", "L": 128, "d_grid": (4, 128, 4)},
         description=("The data the book ships: the paper's L grid 512..3072 step 256 and twelve "
                      "setups of the book; Figure 3 uses ceil(L/10) draws per width (Q = 0.1, "
                      "reduced from the paper's Q = 1 to fit two shared CPU cores; Figure 4 "
@@ -206,7 +206,7 @@ PROFILES: dict[str, Profile] = {
         fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
         fig4_Q=(0.1, 0.5, 1.0),
         fig4_lengths=(128, 256),
-        fig5={"setup": "k2-g2-e3-0.9", "L": 64, "d_grid": (4, 64, 4)},
+        fig5={"setup": "k2-g2-e7-0.5", "L": 64, "d_grid": (4, 64, 4)},
         description="A small run for tests and a first look (minutes on 2 cores); not the paper's L.",
     ),
 }
