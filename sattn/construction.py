@@ -32,7 +32,7 @@ import numpy as np
 
 from ._validate import as_matrix, check_int, check_real, check_rng
 from .attention import row_softmax
-from .criteria import ApproximationReport, check_approximation
+from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import check_lower_triangular
 
 __all__ = [
@@ -77,7 +77,11 @@ class ConstructionFailed(RuntimeError):
 
 
 # --------------------------------------------------------------------------- checking inputs
-def _check_target(A, *, causal: bool) -> np.ndarray:
+def check_target(A, *, causal: bool = False) -> np.ndarray:
+    """Validate a target pattern: square, finite, nonnegative, a nonzero in every row, and
+    lower triangular when ``causal``. Returns it as a float array; raises ``ValueError`` naming
+    the first offending entry or row. Shared by the construction, the optimizer and the engine.
+    """
     A = as_matrix("A", A, square=True)
     if (A < 0).any():
         r, c = np.argwhere(A < 0)[0]
@@ -92,12 +96,6 @@ def _check_target(A, *, causal: bool) -> np.ndarray:
         if not rep.ok:
             raise ValueError(f"causal=True needs a lower-triangular target: {rep.message}")
     return A
-
-
-def _check_eps(eps1, eps2):
-    eps1 = check_real("eps1", eps1, low=0.0, low_open=True)
-    eps2 = check_real("eps2", eps2, low=0.0, high=1.0, low_open=True, high_open=True)
-    return eps1, eps2
 
 
 # --------------------------------------------------------------------------- the steps
@@ -132,8 +130,8 @@ def logit_target(A, eps1, eps2) -> np.ndarray:
     Eqs. (8)-(10) of the proof of Theorem 1, Likhosherstov et al. (2021), as reconstructed in the
     book (the shift ``Delta`` is derived there); Chapter 4 of the book ("The construction").
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
-    A = _check_target(A, causal=False)
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    A = check_target(A, causal=False)
     S = A > 0
     a = np.where(S, A, np.inf).min(axis=1, keepdims=True)
     delta = math.log((1.0 + eps1) / eps2)
@@ -364,8 +362,8 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     Theorem 1 and Algorithm 1 of Likhosherstov et al. (2021) (reconstructed as Theorem 1' in the
     book); Chapter 4 ("The construction") and Chapter 6 ("The causal extension") of the book.
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
-    A = _check_target(A, causal=bool(causal))
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    A = check_target(A, causal=bool(causal))
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)
     rng = check_rng("rng", rng)
@@ -415,7 +413,7 @@ def theorem1_constants(L, k, gamma, eps1, eps2) -> Theorem1Constants:
     L = check_int("L", L, low=1)
     k = check_int("k", k, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
-    eps1, eps2 = _check_eps(eps1, eps2)
+    eps1, eps2 = check_tolerances(eps1, eps2)
     delta = 0.5 * math.log1p(eps1)
     Delta = math.log((1.0 + eps1) / eps2)
     R = Delta + math.log(gamma)

@@ -122,7 +122,12 @@ class ApproximationReport:
         return self.message
 
 
-def _check_eps(eps1, eps2):
+def check_tolerances(eps1, eps2) -> tuple[float, float]:
+    """Validate the tolerances of criteria (6)-(7): ``eps1 > 0`` and ``0 < eps2 < 1``.
+
+    Returns them as floats; raises ``ValueError`` naming the tolerance and its range otherwise.
+    Shared by every function of Part I that takes tolerances.
+    """
     eps1 = check_real("eps1", eps1, low=0.0, low_open=True)
     eps2 = check_real("eps2", eps2, low=0.0, high=1.0, low_open=True, high_open=True)
     return eps1, eps2
@@ -191,7 +196,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in Chapter 3
     of the book ("What it means to approximate").
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
+    eps1, eps2 = check_tolerances(eps1, eps2)
     G = np.asarray(G_block, dtype=np.float64)
     if G.ndim != 2:
         raise ValueError(f"G_block must be a 2-D array (rows x L), got shape {G.shape}")
@@ -356,7 +361,7 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021); Chapter 3 of the book.
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
+    eps1, eps2 = check_tolerances(eps1, eps2)
     M = as_matrix("M", M, square=True)
     A = as_matrix("A", A, square=True)
     L = M.shape[0]

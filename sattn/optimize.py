@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-from ._validate import as_matrix, as_vector, check_int, check_real, check_rng
-from .construction import logit_target
-from .criteria import ApproximationReport, check_approximation
+from ._validate import check_int, check_real, check_rng
+from .construction import check_target, logit_target
+from .criteria import ApproximationReport, check_approximation, check_tolerances
 
 __all__ = [
     "OptimizedLogits",
@@ -40,25 +40,6 @@ __all__ = [
     "optimize_logits",
     "smallest_width",
 ]
-
-
-def _check_eps(eps1, eps2):
-    eps1 = check_real("eps1", eps1, low=0.0, low_open=True)
-    eps2 = check_real("eps2", eps2, low=0.0, high=1.0, low_open=True, high_open=True)
-    return eps1, eps2
-
-
-def _check_target(A) -> np.ndarray:
-    A = as_matrix("A", A, square=True)
-    if (A < 0).any():
-        r, c = np.argwhere(A < 0)[0]
-        raise ValueError(f"A must be nonnegative, but A[{r}, {c}] = {A[r, c]:.6g} (expected >= 0)")
-    empty = ~(A > 0).any(axis=1)
-    if empty.any():
-        r = int(np.flatnonzero(empty)[0])
-        raise ValueError(f"row {r} of A has no nonzero entry (every row needs at least one, "
-                         "the support of an attention row)")
-    return A
 
 
 @dataclass(frozen=True)
@@ -208,8 +189,8 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     Criteria (6)-(7) and the fixed weights (16)-(17) of Likhosherstov et al. (2021); the book's
     chapter "Beyond the paper" (how far the random construction is from the smallest width).
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
-    A = _check_target(A)
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    A = check_target(A)
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)
     rng = check_rng("rng", rng)
@@ -297,8 +278,8 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     on the sign rank of sign patterns (Alon, Moran & Yehudayoff 2016, "Sign rank versus VC
     dimension").
     """
-    eps1, eps2 = _check_eps(eps1, eps2)
-    A = _check_target(A)
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    A = check_target(A)
     L = A.shape[0]
     S = A > 0
     k = int(S.sum(axis=1).max())

@@ -11,7 +11,6 @@ recomputes the same figure for any parameter values.
 
 from __future__ import annotations
 
-import itertools
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets

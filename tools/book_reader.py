@@ -16,7 +16,6 @@ import importlib.metadata
 import os
 import platform
 import shutil
-import sys
 
 from docutils import nodes
 from docutils.parsers.rst import Directive

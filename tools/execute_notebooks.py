@@ -22,7 +22,6 @@ import time
 
 import jupytext
 import nbclient
-import nbformat
 
 # Kernels inherit this: the chapters' small SVD/QR calls are several times slower with
 # oversubscribed BLAS threads on a small machine (the Makefile sets the same default).

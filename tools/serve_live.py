@@ -15,7 +15,6 @@ Ctrl-C stops both servers. With ``--port 0``/``--jupyter-port 0`` free ports are
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import secrets

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sattn.attention import multihead_attention, transformer_block
+from sattn.attention import transformer_block
 from sattn.memorize import (
     check_consistent_labels,
     interpolating_ffn,
