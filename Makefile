@@ -54,7 +54,8 @@ book: $(STAMP) $(VENDOR)
 	@echo "The book is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
 test-package: $(STAMP)
-	$(BIN)/python -m pytest tests/package -q
+	$(BIN)/ruff check sattn tests tools benchmarks
+	$(BIN)/python -m pytest tests/package -q -n 2
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
