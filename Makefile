@@ -61,7 +61,7 @@ test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
 
 test-nbval: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider
+	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider -n 2 --dist loadscope
 
 # Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
 # is installed by tools/install_browser.sh when missing): console errors, outside requests, math,
