@@ -12,7 +12,7 @@ target's d_min, every draw decided in full (no early stop on success).
 
 Also measured: the "floor" of one draw (one ``L x d`` float32 Gaussian matrix plus one float32
 block GEMM of ``first_block x d x L``) and the peak resident memory of the fast engine at
-``L = 3072`` and ``L = 32768`` (fresh subprocesses, ``ru_maxrss``). Ratios are measured within one
+``L = 3072`` and ``L = 32768`` (fresh subprocesses, ``VmHWM`` of ``/proc/self/status``). Ratios are measured within one
 run. Results: ``benchmarks/results.json``.
 """
 
@@ -66,7 +66,8 @@ def compare(L, n_draws=200, *, d=None):
     A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L))
     eng = FastEngine(A, s.eps1, s.eps2)
     if d is None:
-        d = max(1, _estimate_dmin(eng, L) - 4)
+        # a width just below d_min: bisection estimate with 64 draws per width, minus 8
+        d = max(1, _estimate_dmin(eng, L) - 8)
 
     # reference: set-up + n_draws full draws
     t0 = time.perf_counter()
@@ -136,8 +137,11 @@ for i in range(n):
     out = eng.draw(d, draw_generator(1, (i,)), complete=True)   # always the whole draw
     stages[out.stage] = stages.get(out.stage, 0) + 1
 dt = (time.perf_counter() - t) / n
+# VmHWM: peak resident set of this process image (ru_maxrss would include the parent's peak,
+# which Linux carries over through fork + exec)
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
 print(json.dumps({"L": L, "d": d, "draws": n, "per_draw_s": dt, "stages": stages,
-                  "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_MB": hwm / 1024}))
 """
 
 
