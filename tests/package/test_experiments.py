@@ -271,3 +271,24 @@ def test_bad_grid_and_empty_lengths():
         make_tasks("fig3", bad)
     with pytest.raises(ExperimentError, match="at least one setup"):
         make_tasks("fig3", "quick", setups=[])
+
+
+@pytest.mark.parametrize("figure", ["fig3", "fig4", "fig5"])
+def test_shipped_data_matches_its_manifest(figure):
+    """The committed data/ files are complete, pass their checksums and match the paper profile."""
+    from sattn.experiments import _sha256_file, load_figure
+
+    data = ROOT / "data"
+    if not (data / f"{figure}_manifest.json").exists():
+        pytest.skip(f"data/{figure} not generated in this checkout")
+    rows = load_figure(figure, data)                     # verifies the CSV checksum
+    man = json.loads((data / f"{figure}_manifest.json").read_text())
+    assert man["profile"] == "paper"
+    if figure == "fig5":
+        assert rows["M"].shape == rows["A"].shape == (rows["L"], rows["L"])
+        return
+    for name, digest in man["checksums"]["tasks"].items():
+        assert _sha256_file(data / "tasks" / figure / name) == digest
+    expected = {t.task_id for t in make_tasks(figure, "paper")}
+    assert {f"{figure}_{r['setup']}_L{r['L']}_Q{r['Q']:g}" for r in rows} == expected
+    assert all(r["d_min"] is not None and r["levels_tried"] > 1 for r in rows)
