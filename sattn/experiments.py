@@ -539,10 +539,11 @@ def _versions() -> dict:
 
 
 def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
-    """Refuse to resume over a corrupted manifest or over result files that changed."""
+    """Refuse to resume over a corrupted manifest or over result files that changed; return the
+    previous manifest (empty if none)."""
     mpath = out / f"{figure}_manifest.json"
     if not mpath.exists():
-        return
+        return {}
     try:
         man = json.loads(mpath.read_bytes())
         files = man["checksums"]["tasks"]
@@ -563,6 +564,7 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     if cpath.exists() and _sha256_file(cpath) != csv_sum:
         raise StoreError(f"{cpath} does not match the checksum in {mpath} (edited or corrupted). "
                          "Delete the CSV to regenerate it from the task results.")
+    return man
 
 
 def _progress(total, desc, enabled):
@@ -608,7 +610,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
     store = TaskStore(out / "tasks" / figure)
-    _check_existing_manifest(out, figure, store)
+    previous = _check_existing_manifest(out, figure, store)
     store.clean_temporaries()
     payloads = {}
     for t in tasks:
@@ -659,6 +661,9 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         "versions": _versions(),
         "jobs": jobs,
         "wall_seconds_this_run": round(wall, 3),
+        "wall_seconds_all_runs": round(wall + previous.get(
+            "wall_seconds_all_runs", previous.get("wall_seconds_this_run", 0.0)), 3),
+        "runs": previous.get("runs", 1 if previous else 0) + 1,
         "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
         "computed": sorted(computed),
         "reused": sorted(reused),
