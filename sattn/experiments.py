@@ -16,7 +16,7 @@ This module holds
   ``os.replace``) and carrying its own SHA-256; a rerun after any interruption (even ``kill -9``)
   recomputes no finished task, and refuses to continue on a corrupted file;
 * :func:`reproduce`, which runs the missing tasks in parallel with joblib (any joblib backend,
-  e.g. Dask's, through :func:`joblib.parallel_config`), shows tqdm progress, and writes
+  e.g. Dask's, through ``joblib.parallel_config``), shows tqdm progress, and writes
   ``<figure>.csv`` plus ``<figure>_manifest.json`` (parameters, grids, seeds, versions, wall time,
   checksums);
 * two engines with one semantics: :func:`reference_level` follows the paper literally (SVD,
@@ -71,6 +71,7 @@ __all__ = [
 
 ENGINE_VERSION = "fast-1"
 FIGURES = ("fig3", "fig4", "fig5")
+#: Supported sequence lengths of the experiments (inclusive).
 L_RANGE = (64, 32768)
 ROOT_SEED = 20210607  # arXiv v1 date of the paper; the one root of every random number here
 
