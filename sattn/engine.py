@@ -55,7 +55,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 
-from ._validate import as_matrix, check_int, check_real, check_rng
+from ._validate import as_matrix, check_int, check_rng
+from .criteria import check_tolerances
 
 __all__ = ["DrawOutcome", "FastEngine", "LevelResult", "SparseTarget", "prepare_target",
            "draw_generator"]
@@ -116,8 +117,7 @@ def prepare_target(A, eps1, eps2) -> SparseTarget:
     Eq. (8) of Likhosherstov et al. (2021), as reconstructed in Chapter 4 of the book
     (``B = ln(A / a_l) + ln((1 + eps1)/eps2)`` on the support, 0 elsewhere).
     """
-    eps1 = check_real("eps1", eps1, low=0.0, low_open=True)
-    eps2 = check_real("eps2", eps2, low=0.0, high=1.0, low_open=True, high_open=True)
+    eps1, eps2 = check_tolerances(eps1, eps2)
     if sps.issparse(A):
         if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
             raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")
