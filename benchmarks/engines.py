@@ -46,7 +46,6 @@ def _estimate_dmin(eng, L, draws=64, step=4):
     lo, hi = 2, L
     while hi - lo > step:
         mid = (lo + hi) // 2
-        eng.reset_suspects()
         if eng.level(mid, draws, ROOT, (mid,)).success:
             hi = mid
         else:

@@ -9,30 +9,43 @@ paper (SVD of B, full ``L x L`` attention matrix, explicit ratio checks) costs `
 target and ``O(L^2 d)`` per draw with ``L x L`` arrays. This module makes *the same decision*
 without any ``L x L`` array and without an SVD or a QR factorization:
 
-1. **SVD-free.** ``G = (L/d) B U U^T`` depends on ``Y`` only through the projector ``Y Y^T``, and
+1. **SVD-free.** ``G = (L/d) B Y Y^T`` depends on ``Y`` only through the projector ``Y Y^T``, and
    for a Gaussian ``Z`` (``L x d``) the projector onto its column span is
    ``Z C^{-1} Z^T`` with ``C = Z^T Z``. So ``G = (L/d) (B Z) C^{-1} Z^T``; ``B`` is sparse
    (``k`` nonzeros per row), so ``B Z`` costs ``O(L k d)``.
-2. **Cheap partial draws (stage 1).** Split the rows of ``Z`` into a small set ``J`` (the supports
-   of a few screened rows plus some random extra columns) and the rest. The Gram matrix of the
-   rest, ``W``, is Wishart; it is sampled directly from its Bartlett factor (``d^2/2`` numbers
-   instead of ``(L - |J|) d``). ``Z_J`` and ``C = Z_J^T Z_J + W`` give the exact logits of the
-   screened rows on the columns ``J``. If one of these rows already violates (6) or (7) there, the
-   whole draw fails (the full check only adds columns), and the rest of ``Z`` is never generated.
-3. **Completing the same draw (stage 2).** Otherwise the rest of ``Z`` is generated *conditionally
-   on* ``W``: ``Z_rest = Q R_W`` with ``Q`` the orthonormal factor of a fresh Gaussian ``Z'``
-   (``Q`` is Haar and independent of the triangular factor, so ``Z_rest`` is exactly Gaussian
-   with Gram matrix ``W``). Never formed: the logits against those columns are
-   ``(U M^T) Z'^T`` with ``M = R'^{-1} R_W`` (``Z' = Q R'``).
-4. **Early rejection by row blocks.** Rows are checked in blocks of growing size, hardest rows
-   first (rows that failed earlier draws, then rows of largest ``||B_l||``); the first violating
-   block ends the draw.
+2. **Partial draws (stage 1).** Split the rows of ``Z`` into a set ``J`` (the supports of rows
+   taken in a fixed random order until a given fraction of the columns is covered) and the rest.
+   The Gram matrix of the rest, ``W = R_W^T R_W``, is Wishart and is sampled directly from its
+   Bartlett factor (``d^2/2`` numbers instead of ``(L - |J|) d``), so ``C = Z_J^T Z_J + W`` and
+   the *support* logits of every row whose support lies in ``J`` are exact. The rows with the
+   lowest support margins (a single-precision estimate that only chooses them) are the
+   candidates; their exact logits on ``J`` come next, and if none of them violates (6) or (7)
+   there, their logits on *all* other columns follow from a thin Haar factor: the rest of ``Z``
+   is ``Q R_W`` with ``Q`` Haar and independent of ``R_W``, so for the candidates' vectors
+   ``R_W u_l = O [K; 0]`` (a QR factorization, ``O`` orthogonal) the logits are ``Q P K`` with
+   ``P`` the first ``r`` columns of ``O``, and ``Q P`` is itself Haar: ``T R_T^{-1}`` for a
+   Gaussian ``T`` (``(L - |J|) x r``, ``R_T`` its Cholesky factor). A violation ends the draw;
+   the rest of ``Z`` is never generated.
+3. **Completing the same draw (stage 2).** Otherwise the rest of ``Z`` is generated conditionally
+   on everything drawn so far: ``Z_rest = Qt O^T R_W`` with ``Qt`` the orthonormal factor of
+   ``Z' = [T, X]`` (``X`` fresh Gaussian). The first ``r`` columns of ``Qt`` are ``T R_T^{-1}``,
+   so ``Q = Qt O^T`` is Haar with ``Q P = T R_T^{-1}``, and ``Z_rest`` is exactly Gaussian with
+   Gram matrix ``W``. ``Qt`` is never formed: the logits against those columns are
+   ``(U M^T) Z'^T`` with ``M = R'^{-1} O^T R_W`` (``R'`` the Cholesky factor of ``Z'^T Z'``).
+4. **Early rejection by row blocks, riskiest rows first.** All rows are ranked by their
+   single-precision support margins (the lowest support logit is what usually breaks (7)), then
+   checked in blocks of growing size; the first violating block ends the draw.
 5. **float32 screening, float64 confirmation.** Each block of logits is one float32 GEMM. By the
    standard rounding-error bound for dot products (any summation order),
    ``|fl(u.z) - u.z| <= gamma_{n} ||u|| ||z||`` with ``gamma_n = n u / (1 - n u)``, ``u = 2^-24``;
    every margin is a difference of two logits, so a row whose float32 margin is below minus twice
    that bound fails in exact arithmetic, one above it passes, and only rows inside the band are
    recomputed in float64.
+
+Which numbers are drawn first (the set ``J``, the candidates) depends only on the target and on
+numbers already drawn, so it changes the cost of a draw and which draw a seed produces, never the
+law of the decision. :meth:`FastEngine.level` starts a width with a small ``J`` (far below
+``d_min`` nearly every row fails) and switches to the larger one once a draw survives stage 1.
 
 The distribution of the accepted/rejected decision is therefore that of Algorithm 1 with
 ``method="direct"`` (and, by the remark of Chapter 4, of the SVD route); on a given full ``Z``
@@ -48,20 +61,44 @@ Algorithms*, Sec. 3.1 (dot-product error bound). Chapter 7 ("Experiments") of th
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 
-from ._validate import as_matrix, check_int, check_rng
+from ._validate import as_matrix, check_int, check_real, check_rng
 from .criteria import check_tolerances
 
 __all__ = ["DrawOutcome", "FastEngine", "LevelResult", "SparseTarget", "prepare_target",
            "draw_generator"]
 
 _U32 = 2.0 ** -24
+
+
+def _cholesky_upper(C):
+    """Upper Cholesky factor ``R`` of a symmetric positive definite ``C = R^T R`` (LAPACK)."""
+    R, info = sla.lapack.dpotrf(C, lower=0, clean=1)
+    if info:
+        raise np.linalg.LinAlgError(f"Cholesky factorization failed (dpotrf info {info}): the "
+                                    "Gram matrix of the draw is not positive definite")
+    return R
+
+
+def _spd_inverse(C):
+    """Inverse of a symmetric positive definite matrix through its Cholesky factor (LAPACK)."""
+    Ci, info = sla.lapack.dpotri(_cholesky_upper(C), lower=0)
+    if info:
+        raise np.linalg.LinAlgError(f"inverting the Gram matrix failed (dpotri info {info})")
+    return np.triu(Ci) + np.triu(Ci, 1).T
+
+
+def _solve_upper(R, B):
+    """``R^{-1} B`` for an upper triangular ``R`` (LAPACK ``trtrs``)."""
+    X, info = sla.lapack.dtrtrs(R, B, lower=0)
+    if info:
+        raise np.linalg.LinAlgError(f"triangular solve failed (dtrtrs info {info})")
+    return X
 
 
 @dataclass(frozen=True)
@@ -177,6 +214,8 @@ class DrawOutcome:
 
     ``stage`` is ``"stage1"`` (rejected from the partial draw), ``"screen"`` (decided by float32
     screening), or ``"confirm"`` (float64 recomputation of borderline rows was needed).
+    ``rest_checked`` says whether stage 1 also checked its candidates against the columns outside
+    the partial set (through the thin Haar factor).
     """
 
     ok: bool
@@ -185,6 +224,7 @@ class DrawOutcome:
     borderline: int
     worst_row: int | None
     Z: np.ndarray | None = None   # the full Gaussian matrix of the draw (only if requested)
+    rest_checked: bool = False
 
 
 @dataclass
@@ -210,10 +250,15 @@ class FastEngine:
         Target pattern.
     eps1, eps2 : float
         Tolerances of criteria (6)-(7).
-    screen_rows : int, default 32
-        Rows checked on the partial draw of stage 1.
-    extra_cols : int, default 256
-        Random extra columns of the partial draw (besides the screened rows' supports).
+    partial_fraction : float, default 0.5
+        Stage 1 draws the rows of ``Z`` in a set ``J`` of about this fraction of the columns (the
+        supports of randomly chosen rows), ``0 < partial_fraction <= 1``.
+    probe_fraction : float, default 0.1
+        The smaller ``J`` that :meth:`level` uses until a draw survives stage 1 (far below
+        ``d_min`` almost every row fails, and a small partial draw is enough to see it).
+    candidates : int, default 32
+        Rows of the partial draw checked against *all* columns in stage 1 (the rows whose
+        support logits are lowest).
     first_block : int, default 64
         Rows of the first float32 block of stage 2; later blocks double, up to ``max_block``.
     max_block : int, default 1024
@@ -229,8 +274,9 @@ class FastEngine:
     A: object
     eps1: float
     eps2: float
-    screen_rows: int = 32
-    extra_cols: int = 256
+    partial_fraction: float = 0.5
+    probe_fraction: float = 0.1
+    candidates: int = 32
     first_block: int = 64
     max_block: int = 1024
     use_float32: bool = True
@@ -241,37 +287,37 @@ class FastEngine:
         self.A = None  # do not keep a dense copy alive
         t = self.target
         self.L = t.L
-        self.screen_rows = check_int("screen_rows", self.screen_rows, low=1)
-        self.extra_cols = check_int("extra_cols", self.extra_cols, low=0)
+        self.partial_fraction = check_real("partial_fraction", self.partial_fraction, low=0.0,
+                                           high=1.0, low_open=True)
+        self.probe_fraction = check_real("probe_fraction", self.probe_fraction, low=0.0,
+                                         high=1.0, low_open=True)
+        self.candidates = check_int("candidates", self.candidates, low=0)
         self.first_block = check_int("first_block", self.first_block, low=1)
         self.max_block = check_int("max_block", self.max_block, low=1)
-        self._order = np.argsort(-t.row_norm, kind="stable")
-        self._suspects: deque[int] = deque(maxlen=max(1, self.screen_rows // 2))
-        self._pos = np.full(t.L, -1, dtype=np.int64)
         cap = max(1, (1 << 23) // t.L)
         self._max_block = max(1, min(self.max_block, cap))
+        # partial sets J: supports of rows in one fixed random order until the target size
+        perm = np.random.default_rng(20210607).permutation(t.L)
+        _, first = np.unique(t.cols[perm].ravel(), return_index=True)
+        self._cover_perm = perm
+        self._cover_rows = np.sort(first // t.k_max)   # rows of perm needed to cover c columns
+        self._jsets = {}
+        self._partial_cache = {}
+        self._triu_cache = {}
 
-    # ------------------------------------------------------------------ row order
-    def reset_suspects(self):
-        """Forget the rows that failed earlier draws (the order then depends on ``B`` only)."""
-        self._suspects.clear()
-
-    def row_order(self) -> np.ndarray:
-        """Rows in checking order: recent failures first, then by decreasing ``||B_l||``."""
-        if not self._suspects:
-            return self._order
-        s = np.fromiter(self._suspects, dtype=np.int64)[::-1]
-        s = np.unique(s, return_index=True)
-        s = s[0][np.argsort(s[1])]
-        rest = self._order[~np.isin(self._order, s)]
-        return np.concatenate([s, rest])
+    def _triu(self, d):
+        """Indices of the strict upper triangle of a ``d x d`` matrix (cached)."""
+        iu = self._triu_cache.get(d)
+        if iu is None:
+            iu = self._triu_cache[d] = np.triu_indices(d, 1)
+        return iu
 
     # ------------------------------------------------------------------ criteria on a block
     def _margins(self, rows, G, colpos):
         """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (rows x columns).
 
-        ``colpos[c]`` is the position of column ``c`` in ``G`` (or -1 if absent: partial draws).
-        Works in the dtype of ``G``; the result is float64. Modifies ``G`` (support set to -inf).
+        ``colpos[c]`` is the position of column ``c`` in ``G``. Works in the dtype of ``G``; the
+        result is float64. Modifies ``G`` (support set to -inf).
         """
         t = self.target
         ar = np.arange(len(rows))[:, None]
@@ -284,15 +330,55 @@ class FastEngine:
         m7 = (gs.min(axis=1) - off) - t.log_inv_eps2
         return np.minimum(m6, m7)
 
-    def _bz(self, rows, zrow):
-        """``B[rows] @ Z`` from a function returning the rows of ``Z`` at given columns."""
+    def _support_margins(self, rows, U, Zs):
+        """``(margin6, support part of margin7)`` from ``U`` (rows x d) and the support rows of
+        ``Z`` (rows x k x d): margin (6) exactly, and ``min support logit - ln(1/eps2)``, an
+        upper bound on margin (7)."""
         t = self.target
-        c = t.cols[rows]
-        Zs = zrow(c.ravel()).reshape(c.shape + (-1,))
-        return np.einsum("rk,rkd->rd", t.bvals[rows], Zs)
+        gs = np.einsum("rd,rkd->rk", U, Zs)
+        r = gs - t.logA[rows]
+        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
+        return m6, gs.min(axis=1) - t.log_inv_eps2
+
+    def _partial(self, d, fraction):
+        """The partial set ``J`` for width ``d`` and everything about it that does not depend on
+        the draw (cached).
+
+        ``J`` holds the supports of rows taken in a fixed random order until about
+        ``fraction * L`` columns are covered; ``J`` is chosen without looking at the draw, so
+        which rows of ``Z`` are drawn first changes the cost of a draw, never its law. If fewer
+        than ``d`` rows would be left for the Bartlett factor, ``J`` is all rows.
+        """
+        t = self.target
+        L = t.L
+        jset = self._jsets.get(fraction)
+        if jset is None:
+            jsize = min(L, max(1, int(round(fraction * L))))
+            take = int(self._cover_rows[min(jsize, self._cover_rows.size) - 1]) + 1
+            jset = self._jsets[fraction] = np.unique(t.cols[self._cover_perm[:take]].ravel())
+        full = L - jset.size < d
+        key = (jset.size, bool(full))
+        if key in self._partial_cache:
+            return self._partial_cache[key]
+        inJ = np.ones(L, dtype=bool)
+        if not full:
+            inJ[:] = False
+            inJ[jset] = True
+        J = np.flatnonzero(inJ)
+        rest = np.flatnonzero(~inJ)
+        colpos = np.empty(L, dtype=np.int64)
+        colpos[J] = np.arange(J.size)
+        colpos[rest] = J.size + np.arange(rest.size)
+        vis = np.flatnonzero(inJ[t.cols].all(axis=1))
+        info = dict(J=J, rest=rest, m=J.size, n=rest.size, colpos=colpos, vis=vis,
+                    vis_pos=colpos[t.cols[vis]], vis_b32=t.bvals[vis].astype(np.float32),
+                    all_pos=colpos[t.cols], all_b32=t.bvals.astype(np.float32))
+        self._partial_cache[key] = info
+        return info
 
     # ------------------------------------------------------------------ one draw
-    def draw(self, d, rng, *, complete: bool = False) -> DrawOutcome:
+    def draw(self, d, rng, *, complete: bool = False, fraction: float | None = None
+             ) -> DrawOutcome:
         """Decide one draw of Algorithm 1 at width ``d``.
 
         Parameters
@@ -304,6 +390,10 @@ class FastEngine:
         complete : bool, default False
             Always generate the whole draw and return its Gaussian matrix ``Z`` (``L x d``,
             float64) in the outcome, so that tests can rerun the reference on ``Y = qr(Z)``.
+        fraction : float, optional
+            Size of the partial set ``J`` as a fraction of ``L`` (default ``partial_fraction``).
+            It changes which numbers are drawn first, hence the cost and the particular draw a
+            seed produces, never the law of the decision.
 
         Returns
         -------
@@ -314,55 +404,76 @@ class FastEngine:
         d = check_int("d", d, low=1, high=L)
         rng = check_rng("rng", rng)
         scale = L / d
-        order = self.row_order()
-        rows0 = order[: min(self.screen_rows, L)]
 
-        # ---- stage 1: Z_J and the Bartlett factor of the Gram matrix of the rest
-        S = t.cols[rows0].ravel()
-        T = rng.integers(0, L, size=self.extra_cols) if self.extra_cols else np.empty(0, np.int64)
-        J = np.unique(np.concatenate([S, T]))
-        if L - J.size < d:          # too few rows left for a Wishart factor: take all rows in J
-            J = np.arange(L)
-        m, n = J.size, L - J.size
-        ZJ = rng.standard_normal((m, d))
+        # ---- stage 1: Z_J and the Bartlett factor R_W of the Gram matrix W of the rest
+        fraction = self.partial_fraction if fraction is None else check_real(
+            "fraction", fraction, low=0.0, high=1.0, low_open=True)
+        P = self._partial(d, fraction)
+        J, rest, m, n, colpos, vis = P["J"], P["rest"], P["m"], P["n"], P["colpos"], P["vis"]
+        buf = np.empty((m + (d if n else 0), d))           # [Z_J; R_W]: C = buf^T buf
+        rng.standard_normal(out=buf[:m])
+        ZJ = buf[:m]
         if n:
-            RW = np.triu(rng.standard_normal((d, d)), 1)
-            RW[np.diag_indices(d)] = np.sqrt(rng.chisquare(n - np.arange(d)))
-            C = ZJ.T @ ZJ + RW.T @ RW
+            RW = buf[m:]
+            RW.fill(0.0)
+            iu = self._triu(d)
+            RW[iu] = rng.standard_normal(iu[0].size)
+            RW.flat[:: d + 1] = np.sqrt(rng.chisquare(n - np.arange(d)))
         else:
             RW = None
-            C = ZJ.T @ ZJ
-        cf = sla.cho_factor(C, lower=False, check_finite=False)
-        pos = self._pos
-        pos[J] = np.arange(m)
-        try:
-            def zrow_J(c):
-                return ZJ[pos[c]]
+        C = buf.T @ buf
+        Cinv = _spd_inverse(C)                                          # C^{-1}, d x d
+        ZJ32 = ZJ.astype(np.float32)
 
-            Cinv = sla.cho_solve(cf, np.eye(d), check_finite=False)   # C^{-1}, d x d
-            U0 = (scale * self._bz(rows0, zrow_J)) @ Cinv
-            G0 = U0 @ ZJ.T
-            marg0 = self._margins(rows0, G0, pos)
-            if marg0.min() < -1e-9 and not complete:
-                w = int(rows0[int(np.argmin(marg0))])
-                self._suspects.append(w)
-                return DrawOutcome(False, "stage1", len(rows0), 0, w)
-            stage1_fail = bool(marg0.min() < -1e-9)
-        finally:
-            pos[J] = -1
+        # rows whose support lies in J: single-precision support margins pick the candidates,
+        # which are then checked exactly against *every* column; the columns outside J through
+        # the Haar factor: (Z_rest C^{-1} h)^T = Q (R_W u) and Q P = T R_T^{-1} (see module docs)
+        stage1_fail = None
+        r = min(self.candidates, vis.size, d)
+        T = np.empty((n, 0), np.float32)
+        qr_in = None
+        if r:
+            Zs = ZJ32[P["vis_pos"]]                                     # (|vis|, k, d)
+            Hv = np.einsum("rk,rkd->rd", P["vis_b32"], Zs)
+            Uv = (scale * Hv) @ Cinv.astype(np.float32)
+            m6, m7s = self._support_margins(vis, Uv, Zs)
+            sel = np.argsort(np.minimum(m6, m7s), kind="stable")[:r]
+            cand = vis[sel]
+            Hc = scale * self._bz(cand, lambda c: ZJ[colpos[c]])
+            Uc = Hc @ Cinv
+            GJ = Uc @ ZJ.T
+            pc = colpos[t.cols[cand]]
+            ar = np.arange(r)[:, None]
+            gsJ = GJ[ar, pc]
+            rr = gsJ - t.logA[cand]
+            mc6 = t.log1p_eps1 - (rr.max(axis=1) - rr.min(axis=1))
+            GJ[ar, pc] = -np.inf
+            off = GJ.max(axis=1)
+            mc = np.minimum(mc6, gsJ.min(axis=1) - off - t.log_inv_eps2)
+            if n and mc.min() >= -1e-9:     # no violation on J: look at the other columns too
+                qr_in = RW @ Uc.T                                       # R_W u_l = O [K; 0]
+                K = np.linalg.qr(qr_in, mode="r")[:r]
+                T = rng.standard_normal((n, r), dtype=np.float32)
+                T64 = T.astype(np.float64)
+                Grest = T64 @ _solve_upper(_cholesky_upper(T64.T @ T64), K)
+                off = np.maximum(off, Grest.max(axis=0))
+                mc = np.minimum(mc6, gsJ.min(axis=1) - off - t.log_inv_eps2)
+            if mc.min() < -1e-9:
+                stage1_fail = int(cand[int(np.argmin(mc))])
+        rc = qr_in is not None
+        if stage1_fail is not None and not complete:
+            return DrawOutcome(False, "stage1", r, 0, stage1_fail, None, rc)
 
-        # ---- stage 2: complete the same draw, conditionally on the Gram matrix of the rest
-        inJ_mask = np.zeros(L, dtype=bool)
-        inJ_mask[J] = True
-        rest = np.flatnonzero(~inJ_mask)
-        colpos = np.empty(L, dtype=np.int64)
-        colpos[J] = np.arange(m)
-        colpos[rest] = m + np.arange(n)
+        # ---- stage 2: complete the same draw, conditionally on R_W and on Q P
+        # Z_rest = Q R_W with Q = Qt O^T, Qt the orthonormal factor of Z' = [T, X]: the first r
+        # columns of Qt are T R_T^{-1}. Z' is never orthonormalised: the logits use
+        # M = R'^{-1} O^T R_W.
         if n:
-            Zp = rng.standard_normal((n, d), dtype=np.float32)   # raw Gaussian Z' = Q R'
+            O = np.linalg.qr(qr_in, mode="complete")[0] if qr_in is not None else None
+            X = rng.standard_normal((n, d - T.shape[1]), dtype=np.float32)
+            Zp = np.concatenate([T, X], axis=1) if T.shape[1] else X
             Zp64 = Zp.astype(np.float64)
-            Rp = sla.cholesky(Zp64.T @ Zp64, lower=False, check_finite=False)
-            Mt = sla.solve_triangular(Rp, RW, lower=False, check_finite=False)  # R'^{-1} R_W
+            Mt = _solve_upper(_cholesky_upper(Zp64.T @ Zp64), RW if O is None else O.T @ RW)
             CinvMt = Cinv @ Mt.T
         else:
             Zp = np.empty((0, d), np.float32)
@@ -373,10 +484,10 @@ class FastEngine:
         def zrow(c):
             p = colpos[c]
             out = np.empty((c.size, d))
-            inJ = p < m
-            out[inJ] = ZJ[p[inJ]]
-            if (~inJ).any():
-                out[~inJ] = Zp64[p[~inJ] - m] @ Mt
+            j = p < m
+            out[j] = ZJ[p[j]]
+            if (~j).any():
+                out[~j] = Zp64[p[~j] - m] @ Mt
             return out
 
         Zfull = None
@@ -385,15 +496,14 @@ class FastEngine:
             Zfull[J] = ZJ
             if n:
                 Zfull[rest] = Zp64 @ Mt
-        if stage1_fail:
-            w = int(rows0[int(np.argmin(marg0))])
-            return DrawOutcome(False, "stage1", len(rows0), 0, w, Zfull)
+        if stage1_fail is not None:
+            return DrawOutcome(False, "stage1", r, 0, stage1_fail, Zfull, rc)
 
         f32 = self.use_float32
         if f32 and d >= 1600:
             raise ValueError(f"d = {d} is too large for the float32 screening bound (d < 1600)")
+        order = self._risk_order(d, scale, ZJ32, Zp, Mt, Cinv, P)
         if f32:
-            ZJ32 = ZJ.astype(np.float32)
             zj_norm = float(np.sqrt(np.einsum("ij,ij->i", ZJ, ZJ).max()))
             # float32 sum of squares of d terms: relative error below d * 2^-24 < 1e-4 (d < 1600)
             zp_norm = (float(np.sqrt(np.einsum("ij,ij->i", Zp, Zp).max() * (1 + 1e-4)))
@@ -429,15 +539,14 @@ class FastEngine:
             bad = marg < -tol
             if bad.any():
                 w = int(rows[int(np.argmax(bad))])
-                self._suspects.append(w)
-                return DrawOutcome(False, "screen", done, len(borderline_rows), w, Zfull)
+                return DrawOutcome(False, "screen", done, len(borderline_rows), w, Zfull, rc)
             near = np.abs(marg) <= tol
             if near.any():
                 borderline_rows.append(rows[near])
                 borderline_u.append((U[near], V[near]))
             b = min(2 * b, self._max_block)
         if not borderline_rows:
-            return DrawOutcome(True, "screen", done, 0, None, Zfull)
+            return DrawOutcome(True, "screen", done, 0, None, Zfull, rc)
         # ---- float64 confirmation of the borderline rows
         rows = np.concatenate(borderline_rows)
         U = np.concatenate([u for u, _ in borderline_u])
@@ -449,14 +558,41 @@ class FastEngine:
         marg = self._margins(rows, G, colpos)
         if (marg < 0).any():
             w = int(rows[int(np.argmin(marg))])
-            self._suspects.append(w)
-            return DrawOutcome(False, "confirm", done, len(rows), w, Zfull)
-        return DrawOutcome(True, "confirm", done, len(rows), None, Zfull)
+            return DrawOutcome(False, "confirm", done, len(rows), w, Zfull, rc)
+        return DrawOutcome(True, "confirm", done, len(rows), None, Zfull, rc)
+
+    def _bz(self, rows, zrow):
+        """``B[rows] @ Z`` from a function returning the rows of ``Z`` at given columns."""
+        t = self.target
+        c = t.cols[rows]
+        Zs = zrow(c.ravel()).reshape(c.shape + (-1,))
+        return np.einsum("rk,rkd->rd", t.bvals[rows], Zs)
+
+    def _risk_order(self, d, scale, ZJ32, Zp, Mt, Cinv, P):
+        """All rows, most likely violators first: ascending single-precision support margins.
+
+        Only the order of the checks depends on this estimate, never a decision.
+        """
+        t = self.target
+        m = P["m"]
+        Z32 = np.empty((t.L, d), dtype=np.float32)
+        Z32[:m] = ZJ32
+        if Zp.shape[0]:
+            np.matmul(Zp, Mt.astype(np.float32), out=Z32[m:])
+        Zs = Z32[P["all_pos"]]                                          # (L, k, d)
+        H = np.einsum("rk,rkd->rd", P["all_b32"], Zs)
+        U = (scale * H) @ Cinv.astype(np.float32)
+        m6, m7s = self._support_margins(np.arange(t.L), U, Zs)
+        return np.argsort(np.minimum(m6, m7s), kind="stable")
 
     # ------------------------------------------------------------------ one width
     def level(self, d, n_draws, root_seed, key) -> LevelResult:
         """Up to ``n_draws`` draws at width ``d``; draw ``i`` uses ``draw_generator(root_seed,
         key + (d, i))``. Stops at the first success.
+
+        Draws start with the small partial set (``probe_fraction``) and switch to
+        ``partial_fraction`` from the first draw that survives stage 1 on. The switch depends only
+        on earlier draws of the same level, so the level's result is a function of its seeds.
 
         Returns
         -------
@@ -465,8 +601,11 @@ class FastEngine:
         d = check_int("d", d, low=1, high=self.L)
         n_draws = check_int("n_draws", n_draws, low=1)
         res = LevelResult(d=d, success=False, draws=0)
+        fraction = self.probe_fraction
         for i in range(n_draws):
-            out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)))
+            out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), fraction=fraction)
+            if out.stage != "stage1":
+                fraction = self.partial_fraction
             res.draws += 1
             res.rows_screened += out.rows_screened
             if out.stage == "stage1":

@@ -41,6 +41,15 @@ def _target(L, name, seed=0):
     return s, sample_sparse(L, s.k, s.gamma, np.random.default_rng(seed))
 
 
+def _row_margin(G, A, row, s):
+    """min(margin (6), margin (7)) of one row of the logits G, straight from the definitions."""
+    on = A[row] > 0
+    r = G[row, on] - np.log(A[row, on])
+    m6 = np.log1p(s.eps1) - (r.max() - r.min())
+    m7 = np.log(s.eps2) - (G[row, ~on].max() - G[row, on].min()) if (~on).any() else np.inf
+    return min(m6, m7)
+
+
 # --------------------------------------------------------------------------- engine maths
 def test_prepare_target_matches_logit_target():
     s, A = _target(96, "k2-g2-e7-0.5")
@@ -55,26 +64,32 @@ def test_prepare_target_matches_logit_target():
 
 @pytest.mark.parametrize("name,L,widths", [("k1-g1-e3-0.5", 96, (16, 28, 40, 60)),
                                            ("k2-g2-e7-0.5", 128, (20, 36, 52, 80))])
-def test_same_decision_on_same_draw(name, L, widths):
+@pytest.mark.parametrize("fraction", [0.1, 0.5])
+def test_same_decision_on_same_draw(name, L, widths, fraction):
     """The fast engine's decision equals the reference decision on Y = qr(Z) of the same draw:
-    log-domain check (criteria module) and explicit ratios on the full M."""
+    log-domain check (criteria module) and explicit ratios on the full M. A draw rejected in
+    stage 1 names a row that really violates the criteria."""
     s, A = _target(L, name, seed=L)
     B = logit_target(A, s.eps1, s.eps2)
     eng = FastEngine(A, s.eps1, s.eps2)
     decisions = []
     for d in widths:
         for i in range(12):
-            out = eng.draw(d, draw_generator(3, (d, i)), complete=True)
+            out = eng.draw(d, draw_generator(3, (d, i)), complete=True, fraction=fraction)
             Q, _ = np.linalg.qr(out.Z)
             G = (L / d) * B @ Q @ Q.T
-            ref = check_approximation(G, A, s.eps1, s.eps2).ok
-            assert out.ok == ref, (d, i, out)
-            assert explicit_ratio_check(row_softmax(G), A, s.eps1, s.eps2) == ref
-            decisions.append((out.ok, out.stage))
-    oks = [ok for ok, _ in decisions]
-    stages = {st for _, st in decisions}
+            ref = check_approximation(G, A, s.eps1, s.eps2)
+            assert out.ok == ref.ok, (d, i, out)
+            assert explicit_ratio_check(row_softmax(G), A, s.eps1, s.eps2) == ref.ok
+            if not out.ok:
+                assert _row_margin(G, A, out.worst_row, s) < 0, (d, i, out.stage)
+            decisions.append((out.ok, out.stage, out.rest_checked))
+    oks = [ok for ok, _, _ in decisions]
+    stages = {st for _, st, _ in decisions}
     assert any(oks) and not all(oks)          # both outcomes occur: the test can fail
     assert "stage1" in stages and "screen" in stages
+    # stage 1 also rejected draws through the Haar factor of the columns outside J
+    assert any(st == "stage1" and rc for _, st, rc in decisions)
 
 
 def test_float32_screen_equals_float64():
@@ -88,11 +103,15 @@ def test_float32_screen_equals_float64():
             assert a.ok == b.ok
 
 
-def test_partial_draw_completes_to_a_gaussian_matrix():
-    """Stage 1 (Z_J + Bartlett factor) and stage 2 (Z_rest = Q R_W) give an i.i.d. N(0,1) Z."""
+@pytest.mark.parametrize("d,through_T", [(24, 0), (40, 50)])
+def test_partial_draw_completes_to_a_gaussian_matrix(d, through_T):
+    """Stage 1 (Z_J, the Bartlett factor, the thin Haar factor T R_T^{-1}) and stage 2
+    (Z_rest = Qt O^T R_W) give an i.i.d. N(0, 1) matrix Z, whichever way the draw went."""
     s, A = _target(160, "k1-g1-e3-0.5")
-    eng = FastEngine(A, s.eps1, s.eps2, extra_cols=40)
-    Zs = np.stack([eng.draw(24, draw_generator(11, (i,)), complete=True).Z for i in range(150)])
+    eng = FastEngine(A, s.eps1, s.eps2, partial_fraction=0.3)
+    outs = [eng.draw(d, draw_generator(11, (d, i)), complete=True) for i in range(150)]
+    assert sum(o.rest_checked for o in outs) >= through_T     # d = 40 exercises the T path
+    Zs = np.stack([o.Z for o in outs])
     flat = Zs.reshape(-1)
     assert abs(flat.mean()) < 0.01
     assert abs(flat.var() - 1) < 0.02
@@ -100,7 +119,47 @@ def test_partial_draw_completes_to_a_gaussian_matrix():
     var_rows = Zs.var(axis=(0, 2))
     assert np.all(np.abs(var_rows - 1) < 0.35)
     C = np.einsum("nij,nik->jk", Zs, Zs) / (Zs.shape[0] * Zs.shape[1])
-    assert np.abs(C - np.eye(24)).max() < 0.05
+    assert np.abs(C - np.eye(d)).max() < 0.05
+    # the rows outside J, in the draws that went through T, are Gaussian too
+    J = eng._partial(d, 0.3)["J"]
+    rest = np.setdiff1d(np.arange(160), J)
+    if through_T:
+        Zr = np.stack([o.Z[rest] for o in outs if o.rest_checked])
+        assert abs(Zr.mean()) < 0.02 and abs(Zr.var() - 1) < 0.04
+
+
+def test_level_escalates_and_depends_only_on_seeds():
+    s, A = _target(128, "k2-g2-e7-0.5", seed=1)
+    a = FastEngine(A, s.eps1, s.eps2).level(44, 40, 5, (1,))
+    eng = FastEngine(A, s.eps1, s.eps2)
+    eng.draw(44, draw_generator(0, (0,)))                # state left by other draws is irrelevant
+    b = eng.level(44, 40, 5, (1,))
+    assert a == b
+    # the level equals the same draws taken one by one with the documented fraction switch
+    fraction, draws = eng.probe_fraction, 0
+    for i in range(40):
+        out = eng.draw(44, draw_generator(5, (1, 44, i)), fraction=fraction)
+        draws += 1
+        if out.stage != "stage1":
+            fraction = eng.partial_fraction
+        if out.ok:
+            break
+    assert (draws, out.ok) == (a.draws, a.success)
+
+
+def test_engine_rejects_bad_parameters():
+    s, A = _target(64, "k2-g2-e7-0.5")
+    with pytest.raises(ValueError, match="partial_fraction must lie in"):
+        FastEngine(A, s.eps1, s.eps2, partial_fraction=0.0)
+    with pytest.raises(ValueError, match="probe_fraction must lie in"):
+        FastEngine(A, s.eps1, s.eps2, probe_fraction=1.5)
+    with pytest.raises(ValueError, match="candidates must lie in"):
+        FastEngine(A, s.eps1, s.eps2, candidates=-1)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    with pytest.raises(ValueError, match="fraction must lie in"):
+        eng.draw(10, draw_generator(0, (0,)), fraction=2.0)
+    with pytest.raises(ValueError, match="d must lie in"):
+        eng.draw(65, draw_generator(0, (0,)))
 
 
 def test_fast_and_svd_reference_agree_in_distribution():
