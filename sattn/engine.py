@@ -18,7 +18,8 @@ without any ``L x L`` array and without an SVD or a QR factorization:
    The Gram matrix of the rest, ``W = R_W^T R_W``, is Wishart and is sampled directly from its
    Bartlett factor (``d^2/2`` numbers instead of ``(L - |J|) d``), so ``C = Z_J^T Z_J + W`` and
    the *support* logits of every row whose support lies in ``J`` are exact. The rows with the
-   lowest support margins (a single-precision estimate that only chooses them) are the
+   lowest support margins (computed in double precision, so that the choice, which decides what
+   is drawn next, does not depend on the machine's single-precision rounding) are the
    candidates; their exact logits on ``J`` come next, and if none of them violates (6) or (7)
    there, their logits on *all* other columns follow from a thin Haar factor: the rest of ``Z``
    is ``Q R_W`` with ``Q`` Haar and independent of ``R_W``, so for the candidates' vectors
@@ -371,7 +372,7 @@ class FastEngine:
         colpos[rest] = J.size + np.arange(rest.size)
         vis = np.flatnonzero(inJ[t.cols].all(axis=1))
         info = dict(J=J, rest=rest, m=J.size, n=rest.size, colpos=colpos, vis=vis,
-                    vis_pos=colpos[t.cols[vis]], vis_b32=t.bvals[vis].astype(np.float32),
+                    vis_pos=colpos[t.cols[vis]],
                     all_pos=colpos[t.cols], all_b32=t.bvals.astype(np.float32))
         self._partial_cache[key] = info
         return info
@@ -425,7 +426,7 @@ class FastEngine:
         Cinv = _spd_inverse(C)                                          # C^{-1}, d x d
         ZJ32 = ZJ.astype(np.float32)
 
-        # rows whose support lies in J: single-precision support margins pick the candidates,
+        # rows whose support lies in J: their support margins pick the candidates,
         # which are then checked exactly against *every* column; the columns outside J through
         # the Haar factor: (Z_rest C^{-1} h)^T = Q (R_W u) and Q P = T R_T^{-1} (see module docs)
         stage1_fail = None
@@ -433,9 +434,11 @@ class FastEngine:
         T = np.empty((n, 0), np.float32)
         qr_in = None
         if r:
-            Zs = ZJ32[P["vis_pos"]]                                     # (|vis|, k, d)
-            Hv = np.einsum("rk,rkd->rd", P["vis_b32"], Zs)
-            Uv = (scale * Hv) @ Cinv.astype(np.float32)
+            # (double precision: the choice decides which numbers are drawn next, so it must not
+            # hinge on single-precision rounding that differs between machines)
+            Zs = ZJ[P["vis_pos"]]                                       # (|vis|, k, d)
+            Hv = np.einsum("rk,rkd->rd", t.bvals[vis], Zs)
+            Uv = (scale * Hv) @ Cinv
             m6, m7s = self._support_margins(vis, Uv, Zs)
             sel = np.argsort(np.minimum(m6, m7s), kind="stable")[:r]
             cand = vis[sel]
