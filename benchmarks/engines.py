@@ -43,6 +43,17 @@ def _time(fn, repeat=1):
     return best
 
 
+def _floor(L, d, block_rows):
+    """Seconds for one ``L x d`` float32 Gaussian matrix and one float32 block GEMM
+    (``block_rows x d`` times ``d x L``), each the best of 3 repeats of 20."""
+    rng = np.random.default_rng(2)
+    Z = rng.standard_normal((L, d), dtype=np.float32)
+    U = rng.standard_normal((block_rows, d), dtype=np.float32)
+    t_gauss = _time(lambda: [rng.standard_normal((L, d), dtype=np.float32) for _ in range(20)], 3) / 20
+    t_gemm = _time(lambda: [U @ Z.T for _ in range(20)], 3) / 20
+    return t_gauss, t_gemm
+
+
 def _estimate_dmin(eng, L, draws=64, step=4):
     """Bisection for a width just below d_min (cheap estimate with ``draws`` draws per width)."""
     lo, hi = 2, L
@@ -99,13 +110,16 @@ def compare(L, n_draws=200, *, d=None):
         stages[out.stage] = stages.get(out.stage, 0) + 1
     t_fast_draws = time.perf_counter() - t0
 
-    # floor: one L x d float32 Gaussian + one float32 block GEMM (first_block x d x L)
-    rng = np.random.default_rng(2)
-    Z = rng.standard_normal((L, d), dtype=np.float32)
-    U = rng.standard_normal((eng.first_block, d), dtype=np.float32)
-    t_gauss = _time(lambda: [rng.standard_normal((L, d), dtype=np.float32) for _ in range(20)], 3) / 20
-    t_gemm = _time(lambda: [U @ Z.T for _ in range(20)], 3) / 20
+    t_gauss, t_gemm = _floor(L, d, eng.first_block)
     floor = t_gauss + t_gemm
+
+    # far below d_min (a third of the width), as the experiment meets it: one level of draws,
+    # which starts with the small partial set
+    d_far = max(2, d // 3)
+    t0 = time.perf_counter()
+    far = eng.level(d_far, n_draws, ROOT, (L, 1))
+    t_far = (time.perf_counter() - t0) / far.draws
+    far_floor = sum(_floor(L, d_far, eng.first_block))
     ref_total = t_ref_setup + t_ref_draws
     fast_total = t_fast_setup + t_fast_draws
     return {
@@ -123,6 +137,9 @@ def compare(L, n_draws=200, *, d=None):
         "fast_per_draw_over_floor": (t_fast_draws / n_draws) / floor,
         # what an engine whose every draw cost exactly the floor would reach on this workload
         "speedup_at_floor": ref_total / (t_fast_setup + n_draws * floor),
+        "far_below": {"d": d_far, "draws": far.draws, "successes": int(far.success),
+                      "stage1_rejects": far.stage1_rejects, "per_draw_s": t_far,
+                      "floor_s": far_floor, "per_draw_over_floor": t_far / far_floor},
     }
 
 
@@ -179,7 +196,8 @@ def main(quick=False, out="benchmarks/results.json") -> int:
                   f"{1e3 * r['fast']['per_draw_s']:.2f} ms = "
                   f"{r['fast_per_draw_over_floor']:.2f} x floor "
                   f"({1e3 * r['floor']['per_draw_s']:.2f} ms); an engine at the floor would reach "
-                  f"{r['speedup_at_floor']:.1f}x", flush=True)
+                  f"{r['speedup_at_floor']:.1f}x; at d = {r['far_below']['d']} (far below "
+                  f"d_min) {r['far_below']['per_draw_over_floor']:.2f} x floor", flush=True)
     for L, d in ([(3072, 128)] if quick else [(3072, 128), (32768, 256)]):
         m = peak_memory(L, d)
         results["memory"].append(m)

@@ -88,10 +88,10 @@ def _cholesky_upper(C):
 
 def _spd_inverse(C):
     """Inverse of a symmetric positive definite matrix through its Cholesky factor (LAPACK)."""
-    Ci, info = sla.lapack.dpotri(_cholesky_upper(C), lower=0)
+    Ci, info = sla.lapack.dpotri(_cholesky_upper(C), lower=0)   # upper triangle; lower is 0
     if info:
         raise np.linalg.LinAlgError(f"inverting the Gram matrix failed (dpotri info {info})")
-    return np.triu(Ci) + np.triu(Ci, 1).T
+    return Ci + np.triu(Ci, 1).T
 
 
 def _solve_upper(R, B):
@@ -441,9 +441,7 @@ class FastEngine:
             Uv = (scale * Hv) @ Cinv
             m6, m7s = self._support_margins(vis, Uv, Zs)
             sel = np.argsort(np.minimum(m6, m7s), kind="stable")[:r]
-            cand = vis[sel]
-            Hc = scale * self._bz(cand, lambda c: ZJ[colpos[c]])
-            Uc = Hc @ Cinv
+            cand, Uc = vis[sel], Uv[sel]
             GJ = Uc @ ZJ.T
             pc = colpos[t.cols[cand]]
             ar = np.arange(r)[:, None]

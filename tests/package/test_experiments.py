@@ -18,6 +18,7 @@ from sattn.construction import factorize, logit_target
 from sattn.criteria import check_approximation, check_approximation_explicit
 from sattn.engine import FastEngine, draw_generator, prepare_target
 from sattn.experiments import (
+    ENGINE_VERSION,
     SETUPS,
     ExperimentError,
     StoreError,
@@ -338,11 +339,13 @@ def test_shipped_data_matches_its_manifest(figure):
     from sattn.experiments import _sha256_file, load_figure
 
     data = ROOT / "data"
-    if not (data / f"{figure}_manifest.json").exists():
-        pytest.skip(f"data/{figure} not generated in this checkout")
+    assert (data / f"{figure}_manifest.json").exists(), (
+        f"data/{figure}_manifest.json is missing: run `python -m sattn reproduce {figure} "
+        "--profile paper` and commit data/")
     rows = load_figure(figure, data)                     # verifies the CSV checksum
     man = json.loads((data / f"{figure}_manifest.json").read_text())
     assert man["profile"] == "paper"
+    assert man["versions"]["engine"] == ENGINE_VERSION, "data made by another engine version"
     if figure == "fig5":
         assert rows["M"].shape == rows["A"].shape == (rows["L"], rows["L"])
         return
