@@ -33,8 +33,9 @@ without any ``L x L`` array and without an SVD or a QR factorization:
    so ``Q = Qt O^T`` is Haar with ``Q P = T R_T^{-1}``, and ``Z_rest`` is exactly Gaussian with
    Gram matrix ``W``. ``Qt`` is never formed: the logits against those columns are
    ``(U M^T) Z'^T`` with ``M = R'^{-1} O^T R_W`` (``R'`` the Cholesky factor of ``Z'^T Z'``).
-4. **Early rejection by row blocks, riskiest rows first.** All rows are ranked by their
-   single-precision support margins (the lowest support logit is what usually breaks (7)), then
+4. **Early rejection by row blocks, riskiest rows first.** All rows are ranked by their support
+   margins (a low support logit is what typically breaks (7)): the rows with support in ``J``
+   keep their stage-1 scores, the others are scored in single precision. Then the rows are
    checked in blocks of growing size; the first violating block ends the draw.
 5. **float32 screening, float64 confirmation.** Each block of logits is one float32 GEMM. By the
    standard rounding-error bound for dot products (any summation order),
@@ -314,32 +315,37 @@ class FastEngine:
         return iu
 
     # ------------------------------------------------------------------ criteria on a block
-    def _margins(self, rows, G, colpos):
-        """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (rows x columns).
+    def _row_margins(self, rows, gs, off):
+        """``min(margin (6), margin (7))`` of each row from its support logits ``gs`` (rows x
+        k_max, in the order of ``target.cols``) and its largest off-support logit ``off``."""
+        t = self.target
+        gs = np.asarray(gs, dtype=np.float64)
+        r = gs - t.logA[rows]
+        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
+        return np.minimum(m6, (gs.min(axis=1) - off) - t.log_inv_eps2)
 
-        ``colpos[c]`` is the position of column ``c`` in ``G``. Works in the dtype of ``G``; the
-        result is float64. Modifies ``G`` (support set to -inf).
-        """
+    def _split(self, rows, G, colpos):
+        """Support logits (float64) and largest off-support logit of each row of a logit block
+        ``G`` (rows x columns; ``colpos[c]`` is the position of column ``c`` in ``G``). Sets the
+        support entries of ``G`` to -inf."""
         t = self.target
         ar = np.arange(len(rows))[:, None]
         p = colpos[t.cols[rows]]
         gs = G[ar, p].astype(np.float64)
-        r = gs - t.logA[rows]
-        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
         G[ar, p] = -np.inf
         off = G.max(axis=1).astype(np.float64) if G.shape[1] else np.full(len(rows), -np.inf)
-        m7 = (gs.min(axis=1) - off) - t.log_inv_eps2
-        return np.minimum(m6, m7)
+        return gs, off
 
-    def _support_margins(self, rows, U, Zs):
-        """``(margin6, support part of margin7)`` from ``U`` (rows x d) and the support rows of
-        ``Z`` (rows x k x d): margin (6) exactly, and ``min support logit - ln(1/eps2)``, an
-        upper bound on margin (7)."""
-        t = self.target
-        gs = np.einsum("rd,rkd->rk", U, Zs)
-        r = gs - t.logA[rows]
-        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
-        return m6, gs.min(axis=1) - t.log_inv_eps2
+    def _margins(self, rows, G, colpos):
+        """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (see :meth:`_split`)."""
+        return self._row_margins(rows, *self._split(rows, G, colpos))
+
+    def _risk_score(self, rows, U, Zs):
+        """Ranking score of rows from ``U`` (rows x d, rows of ``(L/d)(BZ)C^{-1}``) and their
+        support rows of ``Z`` (rows x k x d): the row margin with the largest off-support logit
+        taken as 0. Only the support logits vary much between rows, so low scores mark the rows
+        most likely to fail; the score orders work and is never a decision."""
+        return self._row_margins(rows, np.einsum("rd,rkd->rk", U, Zs), 0.0)
 
     def _partial(self, d, fraction):
         """The partial set ``J`` for width ``d`` and everything about it that does not depend on
@@ -370,10 +376,12 @@ class FastEngine:
         colpos = np.empty(L, dtype=np.int64)
         colpos[J] = np.arange(J.size)
         colpos[rest] = J.size + np.arange(rest.size)
-        vis = np.flatnonzero(inJ[t.cols].all(axis=1))
+        in_j = inJ[t.cols].all(axis=1)
+        vis, nonvis = np.flatnonzero(in_j), np.flatnonzero(~in_j)
         info = dict(J=J, rest=rest, m=J.size, n=rest.size, colpos=colpos, vis=vis,
-                    vis_pos=colpos[t.cols[vis]],
-                    all_pos=colpos[t.cols], all_b32=t.bvals.astype(np.float32))
+                    vis_pos=colpos[t.cols[vis]], nonvis=nonvis,
+                    nonvis_pos=colpos[t.cols[nonvis]],
+                    nonvis_b32=t.bvals[nonvis].astype(np.float32))
         self._partial_cache[key] = info
         return info
 
@@ -424,41 +432,34 @@ class FastEngine:
             RW = None
         C = buf.T @ buf
         Cinv = _spd_inverse(C)                                          # C^{-1}, d x d
-        ZJ32 = ZJ.astype(np.float32)
 
-        # rows whose support lies in J: their support margins pick the candidates,
-        # which are then checked exactly against *every* column; the columns outside J through
-        # the Haar factor: (Z_rest C^{-1} h)^T = Q (R_W u) and Q P = T R_T^{-1} (see module docs)
+        # rows whose support lies in J: their support margins rank them (the ranking is reused
+        # by stage 2) and pick the candidates, which are then checked exactly against *every*
+        # column; the columns outside J through the Haar factor: (Z_rest C^{-1} h)^T = Q (R_W u)
+        # and Q P = T R_T^{-1} (see module docs). Double precision: the choice decides which
+        # numbers are drawn next, so it must not hinge on single-precision rounding that differs
+        # between machines.
         stage1_fail = None
         r = min(self.candidates, vis.size, d)
         T = np.empty((n, 0), np.float32)
         qr_in = None
-        if r:
-            # (double precision: the choice decides which numbers are drawn next, so it must not
-            # hinge on single-precision rounding that differs between machines)
+        score_vis = None
+        if vis.size:
             Zs = ZJ[P["vis_pos"]]                                       # (|vis|, k, d)
-            Hv = np.einsum("rk,rkd->rd", t.bvals[vis], Zs)
-            Uv = (scale * Hv) @ Cinv
-            m6, m7s = self._support_margins(vis, Uv, Zs)
-            sel = np.argsort(np.minimum(m6, m7s), kind="stable")[:r]
+            Uv = (scale * np.einsum("rk,rkd->rd", t.bvals[vis], Zs)) @ Cinv
+            score_vis = self._risk_score(vis, Uv, Zs)
+        if r:
+            sel = np.argsort(score_vis, kind="stable")[:r]
             cand, Uc = vis[sel], Uv[sel]
-            GJ = Uc @ ZJ.T
-            pc = colpos[t.cols[cand]]
-            ar = np.arange(r)[:, None]
-            gsJ = GJ[ar, pc]
-            rr = gsJ - t.logA[cand]
-            mc6 = t.log1p_eps1 - (rr.max(axis=1) - rr.min(axis=1))
-            GJ[ar, pc] = -np.inf
-            off = GJ.max(axis=1)
-            mc = np.minimum(mc6, gsJ.min(axis=1) - off - t.log_inv_eps2)
+            gsJ, off = self._split(cand, Uc @ ZJ.T, colpos)
+            mc = self._row_margins(cand, gsJ, off)
             if n and mc.min() >= -1e-9:     # no violation on J: look at the other columns too
                 qr_in = RW @ Uc.T                                       # R_W u_l = O [K; 0]
                 K = np.linalg.qr(qr_in, mode="r")[:r]
                 T = rng.standard_normal((n, r), dtype=np.float32)
                 T64 = T.astype(np.float64)
                 Grest = T64 @ _solve_upper(_cholesky_upper(T64.T @ T64), K)
-                off = np.maximum(off, Grest.max(axis=0))
-                mc = np.minimum(mc6, gsJ.min(axis=1) - off - t.log_inv_eps2)
+                mc = self._row_margins(cand, gsJ, np.maximum(off, Grest.max(axis=0)))
             if mc.min() < -1e-9:
                 stage1_fail = int(cand[int(np.argmin(mc))])
         rc = qr_in is not None
@@ -503,7 +504,8 @@ class FastEngine:
         f32 = self.use_float32
         if f32 and d >= 1600:
             raise ValueError(f"d = {d} is too large for the float32 screening bound (d < 1600)")
-        order = self._risk_order(d, scale, ZJ32, Zp, Mt, Cinv, P)
+        ZJ32 = ZJ.astype(np.float32)
+        order = self._risk_order(d, scale, ZJ32, Zp, Mt, Cinv, P, score_vis)
         if f32:
             zj_norm = float(np.sqrt(np.einsum("ij,ij->i", ZJ, ZJ).max()))
             # float32 sum of squares of d terms: relative error below d * 2^-24 < 1e-4 (d < 1600)
@@ -569,22 +571,27 @@ class FastEngine:
         Zs = zrow(c.ravel()).reshape(c.shape + (-1,))
         return np.einsum("rk,rkd->rd", t.bvals[rows], Zs)
 
-    def _risk_order(self, d, scale, ZJ32, Zp, Mt, Cinv, P):
-        """All rows, most likely violators first: ascending single-precision support margins.
+    def _risk_order(self, d, scale, ZJ32, Zp, Mt, Cinv, P, score_vis):
+        """All rows, most likely violators first: ascending :meth:`_risk_score`.
 
-        Only the order of the checks depends on this estimate, never a decision.
+        The rows whose support lies in ``J`` keep their stage-1 scores ``score_vis``; the others
+        are scored here in single precision. Only the order of the checks depends on this, never
+        a decision.
         """
         t = self.target
-        m = P["m"]
-        Z32 = np.empty((t.L, d), dtype=np.float32)
-        Z32[:m] = ZJ32
-        if Zp.shape[0]:
-            np.matmul(Zp, Mt.astype(np.float32), out=Z32[m:])
-        Zs = Z32[P["all_pos"]]                                          # (L, k, d)
-        H = np.einsum("rk,rkd->rd", P["all_b32"], Zs)
-        U = (scale * H) @ Cinv.astype(np.float32)
-        m6, m7s = self._support_margins(np.arange(t.L), U, Zs)
-        return np.argsort(np.minimum(m6, m7s), kind="stable")
+        m, nv = P["m"], P["nonvis"]
+        score = np.empty(t.L)
+        if P["vis"].size:
+            score[P["vis"]] = score_vis
+        if nv.size:
+            Z32 = np.empty((t.L, d), dtype=np.float32)
+            Z32[:m] = ZJ32
+            if Zp.shape[0]:
+                np.matmul(Zp, Mt.astype(np.float32), out=Z32[m:])
+            Zs = Z32[P["nonvis_pos"]]                                   # (|nonvis|, k, d)
+            U = (scale * np.einsum("rk,rkd->rd", P["nonvis_b32"], Zs)) @ Cinv.astype(np.float32)
+            score[nv] = self._risk_score(nv, U, Zs)
+        return np.argsort(score, kind="stable")
 
     # ------------------------------------------------------------------ one width
     def level(self, d, n_draws, root_seed, key) -> LevelResult:
