@@ -238,12 +238,16 @@ class OneLayerTransformer:
         return feed_forward(multihead_attention(X, [self.attention.head]), self.ffn)
 
 
-def _choose_lam(Xs, rng, candidates=(0.25, 0.5, 1.0, 2.0, 4.0)):
-    """Pick lambda (as max logit / max a^2) maximizing the smallest same-token id gap in float64."""
+def _choose_lam(Xs, seed, candidates=(0.25, 0.5, 1.0, 2.0, 4.0)):
+    """Pick lambda (as max logit / max a^2) maximizing the smallest same-token id gap in float64.
+
+    All candidates are compared on the projection vector drawn by ``default_rng(seed)``, the one
+    the caller then builds the layer with, so the chosen maximal logit is the one the layer has.
+    """
     best = None
+    probe = rank_one_contextual_mapping(Xs, np.random.default_rng(seed), lam=1.0)
+    amax = max(float(np.abs(probe.v @ X).max()) for X in Xs)
     for c in candidates:
-        probe = rank_one_contextual_mapping(Xs, np.random.default_rng(rng.integers(2**32)), lam=1.0)
-        amax = max(float(np.abs(probe.v @ X).max()) for X in Xs)
         lam = c / amax**2
         g = {}
         for X in Xs:
@@ -318,10 +322,11 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     attn = rank_one_contextual_mapping(Xs, rng, lam=1.0, s=s)
     check_consistent_labels(Xs, Ys)
     if isinstance(lam, str) and lam == "auto":
-        lam_v = _choose_lam(Xs, rng)
+        # one projection vector for choosing lambda and for the layer itself
+        seed = int(rng.integers(2**32))
+        attn = rank_one_contextual_mapping(Xs, np.random.default_rng(seed), lam=_choose_lam(Xs, seed), s=s)
     else:
-        lam_v = lam
-    attn = rank_one_contextual_mapping(Xs, rng, lam=lam_v, s=s)
+        attn = rank_one_contextual_mapping(Xs, rng, lam=lam, s=s)
     ids, targets, where, seen = [], [], [], set()
     for i, (X, Y) in enumerate(zip(Xs, Ys)):
         H = attn(X)

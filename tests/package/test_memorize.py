@@ -153,3 +153,14 @@ def test_identical_ids_with_equal_targets_are_merged():
 
     np.testing.assert_allclose(feed_forward(C.T, ffn).T, T, atol=1e-12)
     assert info["width"] == 2
+
+
+def test_auto_lambda_gives_the_layer_a_candidate_max_logit():
+    # lam="auto" chooses a maximal logit in {0.25, ..., 4}; it must be chosen on the projection
+    # vector the layer is built with, so the layer's own maximal logit is one of the candidates
+    for seed in range(5):
+        Xs, Ys, rng = _random_dataset(seed, N=10, V=8)
+        model, rep = memorize(Xs, Ys, rng)
+        amax = max(float(np.abs(model.attention.v @ X).max()) for X in Xs)
+        max_logit = rep.lam * amax**2
+        assert min(abs(max_logit - c) for c in (0.25, 0.5, 1.0, 2.0, 4.0)) < 1e-9, max_logit
