@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_matrix, as_vector
+from ._validate import as_float_array, as_matrix, as_vector
 
 __all__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
 
@@ -100,13 +100,33 @@ def row_softmax(G) -> np.ndarray:
     ``-inf`` entries (masked positions) receive exactly zero weight. Every row must contain at
     least one finite entry.
 
+    Parameters
+    ----------
+    G : array_like, shape (L, m)
+        Real logits, non-empty; ``-inf`` marks a masked position.
+
+    Returns
+    -------
+    numpy.ndarray, shape (L, m)
+        Every row is a probability vector.
+
+    Raises
+    ------
+    TypeError
+        If ``G`` is not a real numeric array (strings, complex numbers, objects).
+    ValueError
+        If ``G`` is not a non-empty 2-D array, contains NaN or ``+inf``, or a row is entirely
+        ``-inf``.
+
     References
     ----------
     Eq. (2) of Likhosherstov et al. (2021); Chapter 1 of the book.
     """
-    G = np.asarray(G, dtype=np.float64)
+    G = as_float_array("G", G, finite=False)
     if G.ndim != 2:
         raise ValueError(f"G must be a 2-D array of logits, got shape {G.shape}")
+    if G.size == 0:
+        raise ValueError(f"G must be non-empty, got shape {G.shape}")
     if np.isnan(G).any() or np.isposinf(G).any():
         raise ValueError("G must not contain NaN or +inf (use -inf only to mask positions)")
     row_max = G.max(axis=1, keepdims=True)

@@ -119,3 +119,18 @@ def test_causal_mask_and_row_softmax_errors():
         row_softmax(np.array([[0.0, -np.inf], [-np.inf, -np.inf]]))
     with pytest.raises(ValueError, match="NaN or \\+inf"):
         row_softmax(np.array([[np.nan]]))
+
+
+@pytest.mark.parametrize(
+    "G, exc, message",
+    [
+        (np.zeros((3, 0)), ValueError, r"G must be non-empty, got shape \(3, 0\)"),
+        (np.zeros((0, 3)), ValueError, r"G must be non-empty, got shape \(0, 3\)"),
+        ([["a", "b"]], TypeError, r"G must be a real numeric array, got dtype <U1"),
+        (np.array([[1.0 + 1.0j, 0.0]]), TypeError, r"G must be real, got complex dtype"),
+    ],
+)
+def test_row_softmax_rejects_empty_and_non_real_logits(G, exc, message):
+    # Used to return an empty array, fail inside numpy's max(), or drop the imaginary part.
+    with pytest.raises(exc, match=message):
+        row_softmax(G)
