@@ -103,6 +103,9 @@ def _entries(name: str, A, *, square: bool = True):
     Entries are sorted by row, then column. NaN and infinite values are rejected.
     """
     if sps.issparse(A):
+        if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool) or np.issubdtype(
+                A.dtype, np.complexfloating):
+            raise TypeError(f"{name} must be a real numeric matrix, got dtype {A.dtype}")
         coo = sps.coo_array(A)
         coo.sum_duplicates()
         if coo.ndim != 2:
@@ -219,7 +222,8 @@ def check_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e
         The bound, ``gamma >= 1``.
     name : str, default "A"
     rtol : float, default 1e-12
-        Relative tolerance on the ratio (so that a row normalised in floating point still passes).
+        Relative tolerance on the ratio (so that a row normalised in floating point still passes),
+        finite and ``>= 0``.
 
     Returns
     -------
@@ -231,7 +235,8 @@ def check_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e
     Raises
     ------
     ValueError, TypeError
-        If ``A`` is not a finite square matrix or ``gamma`` is not a finite number ``>= 1``.
+        If ``A`` is not a finite square matrix, ``gamma`` is not a finite number ``>= 1`` or
+        ``rtol`` is not a finite number ``>= 0``.
 
     References
     ----------
@@ -239,6 +244,7 @@ def check_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e
     hypothesis; the formula is reconstructed in the book); Chapter 2 of the book.
     """
     gamma = check_real("gamma", gamma, low=1.0)
+    rtol = check_real("rtol", rtol, low=0.0)
     (L, _), rows, cols, vals = _entries(name, A)
     prop = f"{gamma:g}-variation-bounded"
     neg = _first_negative(name, rows, cols, vals, prop)
@@ -657,7 +663,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
 
 
 def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False):
-    """A uniformly random permutation matrix: each token attends to exactly one other token.
+    """A uniformly random permutation matrix: each token attends to exactly one token (maybe itself).
 
     It is 1-nonzero-bounded and 1-variation-bounded, the sparsest right-stochastic pattern; only
     criterion (7) has content for it.

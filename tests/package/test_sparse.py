@@ -279,3 +279,16 @@ def test_pattern_parameters():
     A = np.array([[1.0, 3.0, 0.0], [0.0, 2.0, 0.0], [0.0, 4.0, 1.0]])
     assert pattern_parameters(A) == (3, 4.0)
     assert pattern_parameters(sps.csr_array(A)) == (3, 4.0)
+
+
+def test_bad_rtol_and_complex_sparse_input_are_rejected():
+    # A NaN rtol used to make every matrix pass (ratio > gamma * (1 + nan) is always False).
+    A = np.array([[1.0, 5.0], [1.0, 1.0]])
+    assert not check_gamma_variation_bounded(A, 2.0).ok
+    with pytest.raises(ValueError, match=r"rtol must be finite, got nan"):
+        check_gamma_variation_bounded(A, 2.0, rtol=np.nan)
+    with pytest.raises(ValueError, match=r"rtol must lie in \[0, inf\], got -1"):
+        check_gamma_variation_bounded(A, 2.0, rtol=-1.0)
+    # A complex scipy.sparse matrix used to lose its imaginary part with only a warning.
+    with pytest.raises(TypeError, match=r"A must be a real numeric matrix, got dtype complex128"):
+        check_k_nonzero_bounded(sps.csr_array(np.eye(2) * (1 + 1j)), 1)
