@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sps
 
-from ._validate import as_matrix, check_int, check_real
+from ._validate import as_float_array, as_matrix, check_int, check_real
 
 __all__ = [
     "ApproximationReport",
@@ -187,6 +187,8 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
 
     Raises
     ------
+    TypeError
+        If ``G_block`` is not a real numeric array or ``rows`` holds non-integers.
     ValueError
         Malformed input, a negative entry of ``A``, a row of ``A`` without a nonzero, eps out of
         range, or (``causal``) a nonzero of ``A`` above the diagonal.
@@ -197,13 +199,19 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     of the book ("What it means to approximate").
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    G = np.asarray(G_block, dtype=np.float64)
+    G = as_float_array("G_block", G_block, finite=False)
     if G.ndim != 2:
         raise ValueError(f"G_block must be a 2-D array (rows x L), got shape {G.shape}")
     b, L = G.shape
     if L == 0 or b == 0:
         raise ValueError(f"G_block must be non-empty, got shape {G.shape}")
-    rows = np.arange(L)[rows] if isinstance(rows, slice) else np.asarray(rows, dtype=np.int64).reshape(-1)
+    if isinstance(rows, slice):
+        rows = np.arange(L)[rows]
+    else:
+        rows_in = np.asarray(rows)
+        if rows_in.dtype == bool or not np.issubdtype(rows_in.dtype, np.integer):
+            raise TypeError(f"rows must be integer row indices or a slice, got dtype {rows_in.dtype}")
+        rows = rows_in.astype(np.int64).reshape(-1)
     if rows.shape != (b,):
         raise ValueError(f"rows must list {b} row indices (one per row of G_block), got {rows.shape[0]}")
     if rows.size and (rows.min() < 0 or rows.max() >= L):
@@ -260,6 +268,23 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
 def merge_reports(reports) -> ApproximationReport:
     """Combine reports of disjoint row blocks (same eps1, eps2, causal) into one.
 
+    Parameters
+    ----------
+    reports : iterable of ApproximationReport
+        At least one report, e.g. from :func:`check_rows` on consecutive row blocks.
+
+    Returns
+    -------
+    ApproximationReport
+        The worst margins over all blocks; ``rows_checked`` is the total.
+
+    Raises
+    ------
+    TypeError
+        If an item is not an :class:`ApproximationReport`.
+    ValueError
+        If there is no report, or the reports differ in ``eps1``, ``eps2`` or ``causal``.
+
     References
     ----------
     Chapter 3 of the book.
@@ -267,6 +292,9 @@ def merge_reports(reports) -> ApproximationReport:
     reports = list(reports)
     if not reports:
         raise ValueError("merge_reports needs at least one report, got none")
+    for i, r in enumerate(reports):
+        if not isinstance(r, ApproximationReport):
+            raise TypeError(f"reports[{i}] must be an ApproximationReport, got {type(r).__name__}")
     first = reports[0]
     for r in reports[1:]:
         if (r.eps1, r.eps2, r.causal) != (first.eps1, first.eps2, first.causal):
@@ -346,7 +374,7 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     M : array_like, shape (L, L)
         Self-attention matrix (positive entries; zero above the diagonal when ``causal``).
     A : array_like, shape (L, L)
-        Target pattern.
+        Target pattern: nonnegative, same shape as ``M``, at least one nonzero per row.
     eps1, eps2, causal
         As in :func:`check_approximation`.
 
@@ -357,6 +385,13 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
         logs of the worst explicit ratios, so they agree with :func:`check_approximation` up to
         rounding.
 
+    Raises
+    ------
+    ValueError
+        If ``M`` or ``A`` is malformed, their shapes differ, ``A`` has a negative entry or an
+        empty row, ``M`` has a negative entry or a zero (e.g. underflowed) entry on the support
+        of ``A``, or eps is out of range.
+
     References
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021); Chapter 3 of the book.
@@ -364,6 +399,18 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     eps1, eps2 = check_tolerances(eps1, eps2)
     M = as_matrix("M", M, square=True)
     A = as_matrix("A", A, square=True)
+    if A.shape != M.shape:
+        raise ValueError(f"A must have the shape of M, {M.shape}, got {A.shape}")
+    for name, X in (("A", A), ("M", M)):
+        if (X < 0).any():
+            r, c = np.argwhere(X < 0)[0]
+            raise ValueError(f"{name} must be nonnegative, but {name}[{r}, {c}] = {X[r, c]:.6g}")
+    if ((A > 0) & (M == 0)).any():
+        r, c = np.argwhere((A > 0) & (M == 0))[0]
+        raise ValueError(
+            f"M[{r}, {c}] = 0 on the support of A (A[{r}, {c}] = {A[r, c]:.6g}): the explicit "
+            "ratios are undefined (underflow?); use check_approximation on the logits"
+        )
     L = M.shape[0]
     ok6 = ok7 = True
     spread, row6, pair6 = -np.inf, None, None

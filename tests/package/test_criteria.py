@@ -151,3 +151,33 @@ def test_merge_rejects_mixed_tolerances():
     b = check_approximation(np.eye(3), A, 0.2, 0.1)
     with pytest.raises(ValueError, match="share eps1, eps2 and causal"):
         merge_reports([a, b])
+
+
+@pytest.mark.parametrize(
+    "call, exc, message",
+    [
+        # rows given as floats used to be truncated silently (0.7 -> row 0, 1.9 -> row 1)
+        (lambda: check_rows(np.zeros((2, 3)), [0.7, 1.9], np.eye(3), 0.1, 0.1), TypeError,
+         r"rows must be integer row indices or a slice, got dtype float64"),
+        (lambda: check_rows([["a", "b"]], [0], np.eye(2), 0.1, 0.1), TypeError,
+         r"G_block must be a real numeric array"),
+        (lambda: check_rows(np.zeros((1, 2), dtype=complex), [0], np.eye(2), 0.1, 0.1), TypeError,
+         r"G_block must be real"),
+        # a larger A used to be cut down to M's size silently, a smaller one raised IndexError
+        (lambda: check_approximation_explicit(np.full((2, 2), 0.5), np.eye(3), 0.1, 0.1), ValueError,
+         r"A must have the shape of M, \(2, 2\), got \(3, 3\)"),
+        (lambda: check_approximation_explicit(np.full((3, 3), 1 / 3), np.eye(2), 0.1, 0.1), ValueError,
+         r"A must have the shape of M, \(3, 3\), got \(2, 2\)"),
+        # a negative target entry used to be treated as a zero of A
+        (lambda: check_approximation_explicit(np.full((2, 2), 0.5), np.array([[1.0, -1.0], [1.0, 1.0]]),
+                                              0.1, 0.1), ValueError, r"A must be nonnegative, but A\[0, 1\] = -1"),
+        (lambda: check_approximation_explicit(np.array([[1.5, -0.5], [0.5, 0.5]]), np.ones((2, 2)), 0.1, 0.1),
+         ValueError, r"M must be nonnegative, but M\[0, 1\] = -0.5"),
+        (lambda: check_approximation_explicit(np.array([[1.0, 0.0], [0.5, 0.5]]), np.ones((2, 2)), 0.1, 0.1),
+         ValueError, r"M\[0, 1\] = 0 on the support of A"),
+        (lambda: merge_reports([1]), TypeError, r"reports\[0\] must be an ApproximationReport, got int"),
+    ],
+)
+def test_bad_input_is_named_not_guessed(call, exc, message):
+    with pytest.raises(exc, match=message):
+        call()
