@@ -12,6 +12,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ._validate import as_float_array, check_real
+
 __all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
 
 #: rcParams applied by :func:`apply_style`.
@@ -70,23 +72,45 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
     ----------
     ax : matplotlib.axes.Axes
     M : array_like, shape (m, n)
+        Real, non-empty. NaN entries are left blank (use them to hide cells, e.g. above the
+        diagonal of a causal matrix).
     title : str, optional
     cmap : str, default "viridis"
     log : bool, default False
         Show ``log10(max(M, floor))``; useful for attention matrices whose small entries matter.
+        ``M`` must then be nonnegative (apart from NaN).
     vmin, vmax : float, optional
         Colour limits (in log10 units when ``log``).
     colorbar : bool, default True
     floor : float, default 1e-12
-        Smallest value shown when ``log`` is set (zeros are drawn at this level).
+        Smallest value shown when ``log`` is set (zeros are drawn at this level); ``floor > 0``.
 
     Returns
     -------
     matplotlib.image.AxesImage
+
+    Raises
+    ------
+    TypeError
+        If ``M`` is not a real numeric array.
+    ValueError
+        If ``M`` is not a non-empty 2-D array, or ``log`` is set and ``M`` has a negative entry
+        or ``floor`` is not a positive finite number.
     """
-    M = np.asarray(M, dtype=float)
+    M = as_float_array("M", M, finite=False)
     if M.ndim != 2:
         raise ValueError(f"M must be a 2-D matrix, got shape {M.shape}")
+    if M.size == 0:
+        raise ValueError(f"M must be non-empty, got shape {M.shape}")
+    if log:
+        floor = check_real("floor", floor, low=0.0, low_open=True)
+        neg = M < 0  # NaN compares False: blank cells are allowed
+        if neg.any():
+            r, c = np.argwhere(neg)[0]
+            raise ValueError(
+                f"heatmap(log=True) needs a nonnegative M, but M[{r}, {c}] = {M[r, c]:.6g} "
+                "(it would be drawn at the floor)"
+            )
     data = np.log10(np.maximum(M, floor)) if log else M
     im = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="equal")
     if title:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
+import numpy as np
 from IPython.display import HTML, display
 
 __all__ = ["PrecomputedExplorer", "precomputed_explorer", "live_explorer"]
@@ -105,6 +106,9 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
 
     Raises
     ------
+    TypeError
+        If ``render`` is not callable, ``grid`` is not a mapping, a parameter name is not a
+        string, or its values are not a list, tuple, range or 1-D array.
     ValueError
         If the grid is empty, a parameter has no values or repeated values, or ``value`` names
         an unknown parameter or an off-grid value.
@@ -114,11 +118,22 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     Used by the interactive figures of every chapter; the mechanism is explained in the
     introduction ("Reading the book").
     """
+    if not callable(render):
+        raise TypeError(f"render must be callable, got {type(render).__name__}")
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid must be a mapping of parameter name -> values, got {type(grid).__name__}")
     if not grid:
         raise ValueError("grid must name at least one parameter")
     names = list(grid)
     values = []
     for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"grid keys must be parameter names (str), got {name!r}")
+        if not isinstance(grid[name], (list, tuple, range, np.ndarray)) or np.ndim(grid[name]) != 1:
+            raise TypeError(
+                f"grid[{name!r}] must be a list, tuple, range or 1-D array of values, "
+                f"got {grid[name]!r}"
+            )
         vals = list(grid[name])
         if not vals:
             raise ValueError(f"grid[{name!r}] is empty; give at least one value")
@@ -183,6 +198,8 @@ def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget
     ----------
     Used by the chapters' "live" cells; see the introduction ("Reading the book").
     """
+    if not callable(render):
+        raise TypeError(f"render must be callable, got {type(render).__name__}")
     if not controls:
         raise ValueError("live_explorer needs at least one control widget")
     for name, c in controls.items():

@@ -98,3 +98,52 @@ def test_heatmap_and_png():
     with pytest.raises(ValueError, match="2-D matrix"):
         heatmap(plt.gca(), np.ones(3))
     plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, message",
+    [
+        # negative entries used to be clipped to the floor without a word
+        (dict(M=[[-1.0, 1.0]], log=True), ValueError, r"needs a nonnegative M, but M\[0, 0\] = -1"),
+        (dict(M=[[0.0, 1.0]], log=True, floor=0.0), ValueError, r"floor must lie in \(0, inf\], got 0"),
+        (dict(M=np.zeros((0, 3))), ValueError, r"M must be non-empty, got shape \(0, 3\)"),
+        (dict(M=[["a"]]), TypeError, r"M must be a real numeric array"),
+        (dict(M=np.eye(2) * 1j), TypeError, r"M must be real"),
+    ],
+)
+def test_heatmap_rejects_what_it_cannot_draw_faithfully(kwargs, exc, message):
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(exc, match=message):
+            heatmap(ax, kwargs.pop("M"), **kwargs)
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_log_leaves_nan_cells_blank():
+    fig, ax = plt.subplots()
+    im = heatmap(ax, [[1.0, np.nan], [0.0, 0.1]], log=True, floor=1e-3)
+    data = np.ma.getdata(im.get_array())
+    assert np.isnan(data[0, 1]) and data[1, 0] == pytest.approx(-3.0)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "render, grid, message",
+    [
+        (5, {"a": [1]}, r"render must be callable, got int"),
+        (_render_html, [("a", [1])], r"grid must be a mapping"),
+        (_render_html, {"a": 3}, r"grid\['a'\] must be a list, tuple, range or 1-D array"),
+        # a string used to be split into one slider position per character
+        (_render_html, {"a": "xy"}, r"grid\['a'\] must be a list, tuple, range or 1-D array"),
+        (_render_html, {1: [1, 2]}, r"grid keys must be parameter names \(str\), got 1"),
+    ],
+)
+def test_precomputed_explorer_type_errors(render, grid, message):
+    with pytest.raises(TypeError, match=message):
+        precomputed_explorer(render, grid)
+
+
+def test_live_explorer_needs_a_callable():
+    with pytest.raises(TypeError, match="render must be callable, got int"):
+        live_explorer(5, a=widgets.IntSlider(1))
