@@ -43,10 +43,11 @@ def _bench(args) -> int:
 
 
 def _setups(args) -> int:
-    from .experiments import PROFILES, SETUPS
+    from .experiments import SETUPS, _profile
 
-    prof = PROFILES[args.profile]
-    print(f"{'name':16s} {'k':>2s} {'gamma':>5s} {'eps1':>5s} {'eps2':>5s}  d grid ({prof.name})")
+    prof = _profile(args.profile)      # ExperimentError (a clear message) for an unknown name
+    print(f"{'name':16s} {'k':>2s} {'gamma':>5s} {'eps1':>5s} {'eps2':>5s}  "
+          f"d grid start:stop:step ({prof.name})")
     for name, s in SETUPS.items():
         a, b, c = prof.grid(name)
         print(f"{name:16s} {s.k:2d} {s.gamma:5g} {s.eps1:5g} {s.eps2:5g}  {a}:{b}:{c}")

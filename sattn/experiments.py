@@ -479,6 +479,8 @@ class TaskStore:
         try:
             rec = json.loads(p.read_bytes())
             payload, digest = rec["payload"], rec["sha256"]
+            if not isinstance(payload, dict):
+                raise TypeError(f"payload must be a JSON object, got {type(payload).__name__}")
         except (ValueError, KeyError, TypeError) as exc:
             raise StoreError(f"corrupted result file {p}: not a valid task record ({exc}). "
                              "Nothing was overwritten; delete this file to recompute the task, "
@@ -550,6 +552,14 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
         man = json.loads(mpath.read_bytes())
         files = man["checksums"]["tasks"]
         csv_sum = man["checksums"]["csv"]
+        # fields that are used below or carried into the next manifest must have their types
+        if not (isinstance(files, dict) and isinstance(csv_sum, str)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+            raise TypeError("checksums must map file names to SHA-256 strings")
+        for key in ("runs", "wall_seconds_all_runs", "wall_seconds_this_run"):
+            if key in man and (isinstance(man[key], bool)
+                               or not isinstance(man[key], (int, float))):
+                raise TypeError(f"{key} must be a number, got {man[key]!r}")
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; the task "
                          f"results in {store.root} are intact. Delete the manifest to rebuild it.") \
@@ -582,7 +592,8 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     ----------
     figure : {"fig3", "fig4", "fig5"}
     profile : {"quick", "paper"}
-    setups, lengths : optional restrictions (see :func:`make_tasks`; ignored for fig5).
+    setups, lengths : optional restrictions (see :func:`make_tasks`). Figure 5 has one fixed
+        setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
         Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
     out : path, optional
@@ -598,7 +609,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     Raises
     ------
     ExperimentError
-        Bad request (figure, setups, lengths, jobs).
+        Bad request (figure, setups, lengths, jobs; setups or lengths given for fig5).
     StoreError
         A stored result or the manifest is corrupted; nothing is overwritten.
     """
@@ -609,6 +620,11 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
     out = Path(out) if out is not None else Path("data" if prof.name == "paper" else "data/quick")
     if figure == "fig5":
+        if setups is not None or lengths is not None:
+            raise ExperimentError(
+                f"fig5 uses the {prof.name} profile's one setting ({prof.fig5['setup']}) and "
+                f"L = {prof.fig5['L']}; --setups and --lengths apply to fig3 and fig4 only, "
+                f"got setups={setups!r}, lengths={lengths!r}")
         return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
     store = TaskStore(out / "tasks" / figure)
