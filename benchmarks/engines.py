@@ -55,7 +55,8 @@ def _floor(L, d, block_rows):
 
 
 def _estimate_dmin(eng, L, draws=64, step=4):
-    """Bisection for a width just below d_min (cheap estimate with ``draws`` draws per width)."""
+    """Bisection estimate of d_min: the smallest width found to succeed, to within ``step``
+    (cheap: ``draws`` draws per width). :func:`compare` subtracts 8 to get a width just below."""
     lo, hi = 2, L
     while hi - lo > step:
         mid = (lo + hi) // 2
