@@ -52,6 +52,20 @@ def _check_weights(X, W_Q, W_K):
 def causal_mask(L: int) -> np.ndarray:
     """Boolean lower-triangular mask ``T`` with ``T[l, j] = (j <= l)``.
 
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (L, L)
+
+    Raises
+    ------
+    ValueError
+        If ``L`` is not a positive integer.
+
     References
     ----------
     Causal variant of eqs. (1)-(2) in Likhosherstov et al.; Chapter 1 of the book.
@@ -196,6 +210,12 @@ def sam(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
     -------
     numpy.ndarray, shape (L, L)
 
+    Raises
+    ------
+    ValueError, TypeError
+        If a matrix is not real, has the wrong rank, mismatched dimensions, no entries,
+        or a non-finite entry (the message names it).
+
     References
     ----------
     Eq. (2) of Likhosherstov et al. (2021); Chapter 1 of the book.
@@ -216,6 +236,11 @@ def self_attention(X, W_Q, W_K, W_V, *, causal: bool = False) -> np.ndarray:
     Returns
     -------
     numpy.ndarray, shape (L, d_v)
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`sam`, and if ``W_V`` is malformed or its row count is not ``d_hid``.
 
     References
     ----------
@@ -320,6 +345,11 @@ def column_softmax(A) -> np.ndarray:
         Every column is a probability vector. Entries whose logit lies more than about 745 below
         the column maximum underflow to exactly 0 (Chapter "Softmax and the Boltzmann operator").
 
+    Raises
+    ------
+    ValueError, TypeError
+        If ``A`` is not a non-empty, finite, real 2-D array.
+
     References
     ----------
     sigma_S of Section 2.1 of Kajitsuka & Sato (2024).
@@ -368,6 +398,12 @@ def hardmax(A) -> np.ndarray:
     -----
     The equal split of ties is the only tie rule that keeps attention permutation-equivariant;
     in floating point, near-ties are NOT merged (use exact arithmetic when ties matter).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``A`` is not a non-empty, finite 2-D array of real numbers (in the exact case:
+        of ints, floats or Fractions).
 
     References
     ----------
@@ -458,6 +494,8 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
     ValueError
         If ``kind`` is unknown, shapes do not match (the message names the head and matrix),
         an entry is not finite, or ``exact`` is requested with softmax.
+    TypeError
+        If ``heads`` is not a head or a list of heads, or an entry is not a real number.
 
     References
     ----------
@@ -540,6 +578,11 @@ def transformer_block(Z, heads, ffn, *, kind: str = "softmax") -> np.ndarray:
     Returns
     -------
     numpy.ndarray, shape (d, n)
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`multihead_attention` and :func:`feed_forward`.
 
     References
     ----------

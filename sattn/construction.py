@@ -143,6 +143,20 @@ def fixed_weights(d) -> tuple[np.ndarray, np.ndarray]:
 
     They depend on ``d`` only: every target is approximated by choosing the input ``X``.
 
+    Parameters
+    ----------
+    d : int
+        Query/key width, ``d >= 1``.
+
+    Returns
+    -------
+    W_Q, W_K : numpy.ndarray, shape (2d, d)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``d`` is not an integer ``>= 1``.
+
     References
     ----------
     Eqs. (16)-(17) of Likhosherstov et al. (2021) (AAAI numbering); Chapter 4 of the book.
@@ -170,6 +184,11 @@ def sample_stiefel(L, d, rng) -> np.ndarray:
     -------
     numpy.ndarray, shape (L, d)
         ``Y`` with ``Y^T Y = I_d``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``L`` or ``d`` is out of range, or ``rng`` is not a :class:`numpy.random.Generator`.
 
     References
     ----------
@@ -202,6 +221,11 @@ def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
         Rows have the norms of the rows of ``B``.
     V : numpy.ndarray, shape (L, L)
         Orthogonal (rows of norm 1).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``B`` is not a finite, real, square matrix, or ``method`` is unknown.
 
     References
     ----------
@@ -236,6 +260,12 @@ def draw_input(D, V, d, rng, *, Y=None) -> np.ndarray:
     Returns
     -------
     numpy.ndarray, shape (L, 2d)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If the shapes do not match, ``d`` is out of range, or ``rng`` is not a
+        :class:`numpy.random.Generator` (when ``Y`` is not given).
 
     References
     ----------
@@ -308,6 +338,23 @@ class Approximation:
 
 def default_max_draws(L, Q: float = 1.0) -> int:
     """The redraw budget ``ceil(Q * L)`` of the experiments (``Q = 1`` in the paper).
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, ``L >= 1``.
+    Q : float, default 1.0
+        Draws per token, ``Q > 0``.
+
+    Returns
+    -------
+    int
+        ``max(1, ceil(Q * L))``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``L`` is not an integer ``>= 1`` or ``Q`` is not a finite number ``> 0``.
 
     References
     ----------
@@ -409,7 +456,27 @@ class Theorem1Constants:
 
 
 def theorem1_constants(L, k, gamma, eps1, eps2) -> Theorem1Constants:
-    """All constants of Theorem 1' for the given parameters (see :func:`theorem1_bound`)."""
+    """All constants of Theorem 1' for the given parameters (see :func:`theorem1_bound`).
+
+    Parameters
+    ----------
+    L, k, gamma, eps1, eps2
+        As in :func:`theorem1_bound`.
+
+    Returns
+    -------
+    Theorem1Constants
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`theorem1_bound`.
+
+    References
+    ----------
+    Theorem 1' of the book (Chapter 5, "Why it works"), its explicit version of Theorem 1 of
+    Likhosherstov et al. (2021).
+    """
     L = check_int("L", L, low=1)
     k = check_int("k", k, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
@@ -446,6 +513,11 @@ def theorem1_bound(L, k, gamma, eps1, eps2) -> int:
     Returns
     -------
     int
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a parameter is out of the range stated above (the message names it).
 
     References
     ----------

@@ -370,6 +370,13 @@ def smallest_width(succeeds, low: int, high: int) -> WidthSearch:
     -------
     WidthSearch
 
+    Raises
+    ------
+    TypeError
+        If ``succeeds`` is not callable or ``low``/``high`` is not an integer.
+    ValueError
+        If ``low < 1`` or ``high < low``.
+
     References
     ----------
     The ``d_min`` protocol of Section 4 of Likhosherstov et al. (2021), with bisection instead of

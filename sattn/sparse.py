@@ -285,6 +285,12 @@ def check_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> Patter
         On failure names the first negative entry, or the first row whose sum is off
         (``values == (row_sum,)``). ``details["max_sum_error"]`` is the largest ``|sum - 1|``.
 
+    Raises
+    ------
+    ValueError, TypeError
+        If ``A`` is not a finite, real, square matrix or ``atol`` is not a finite number
+        ``>= 0``.
+
     References
     ----------
     Right-stochastic matrices, Section 2 of Likhosherstov et al. (2021) (every SAM is one);
@@ -313,11 +319,21 @@ def check_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> Patter
 def check_lower_triangular(A, *, name: str = "A") -> PatternReport:
     """Check that ``A[l, j] == 0`` whenever ``j > l`` (the support of a causal attention matrix).
 
+    Parameters
+    ----------
+    A : array_like or scipy.sparse matrix, shape (L, L)
+    name : str, default "A"
+
     Returns
     -------
     PatternReport
         On failure ``row``, ``col`` and ``values`` name the first nonzero above the diagonal
         (in row-major order).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``A`` is not a finite, real, square matrix.
 
     References
     ----------
@@ -337,22 +353,54 @@ def check_lower_triangular(A, *, name: str = "A") -> PatternReport:
 
 
 def require_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
-    """Like :func:`check_k_nonzero_bounded`, but raise :class:`PatternError` on a violation."""
+    """Like :func:`check_k_nonzero_bounded`, but raise :class:`PatternError` on a violation.
+
+    Raises
+    ------
+    PatternError
+        With the report's message, if ``A`` is not in the class.
+    ValueError, TypeError
+        On malformed input, as :func:`check_k_nonzero_bounded`.
+    """
     return check_k_nonzero_bounded(A, k, name=name).raise_if_failed()
 
 
 def require_gamma_variation_bounded(A, gamma, *, name: str = "A") -> PatternReport:
-    """Like :func:`check_gamma_variation_bounded`, but raise :class:`PatternError` on a violation."""
+    """Like :func:`check_gamma_variation_bounded`, but raise :class:`PatternError` on a violation.
+
+    Raises
+    ------
+    PatternError
+        With the report's message, if ``A`` is not in the class.
+    ValueError, TypeError
+        On malformed input, as :func:`check_gamma_variation_bounded`.
+    """
     return check_gamma_variation_bounded(A, gamma, name=name).raise_if_failed()
 
 
 def require_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> PatternReport:
-    """Like :func:`check_right_stochastic`, but raise :class:`PatternError` on a violation."""
+    """Like :func:`check_right_stochastic`, but raise :class:`PatternError` on a violation.
+
+    Raises
+    ------
+    PatternError
+        With the report's message, if ``A`` is not in the class.
+    ValueError, TypeError
+        On malformed input, as :func:`check_right_stochastic`.
+    """
     return check_right_stochastic(A, atol=atol, name=name).raise_if_failed()
 
 
 def require_lower_triangular(A, *, name: str = "A") -> PatternReport:
-    """Like :func:`check_lower_triangular`, but raise :class:`PatternError` on a violation."""
+    """Like :func:`check_lower_triangular`, but raise :class:`PatternError` on a violation.
+
+    Raises
+    ------
+    PatternError
+        With the report's message, if ``A`` is not in the class.
+    ValueError, TypeError
+        On malformed input, as :func:`check_lower_triangular`.
+    """
     return check_lower_triangular(A, name=name).raise_if_failed()
 
 
@@ -370,6 +418,11 @@ def pattern_parameters(A, *, name: str = "A") -> tuple[int, float]:
         Largest number of nonzeros in a row or a column.
     gamma : float
         Largest ratio between two nonzeros of the same row (1.0 if every row is constant).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``A`` is not a finite, real, square matrix, or has a negative entry.
 
     References
     ----------
@@ -559,6 +612,12 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     -------
     numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
 
+    Raises
+    ------
+    ValueError, TypeError
+        If a size or ``gamma`` is out of the range stated above (the message names it), or
+        ``rng`` is given and is not a :class:`numpy.random.Generator`.
+
     References
     ----------
     Local attention, one of the sparse patterns motivating Likhosherstov et al. (2021);
@@ -598,6 +657,12 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     Returns
     -------
     numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a size or ``gamma`` is out of the range stated above (the message names it), or
+        ``rng`` is given and is not a :class:`numpy.random.Generator`.
 
     References
     ----------
@@ -644,6 +709,12 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     -------
     numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
 
+    Raises
+    ------
+    ValueError, TypeError
+        If a size or ``gamma`` is out of the range stated above (the message names it), or
+        ``rng`` is given and is not a :class:`numpy.random.Generator`.
+
     References
     ----------
     Block-local attention; Chapter 2 of the book.
@@ -678,6 +749,11 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     Returns
     -------
     numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``L`` is not an integer ``>= 1`` or ``rng`` is not a :class:`numpy.random.Generator`.
 
     References
     ----------

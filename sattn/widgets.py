@@ -116,7 +116,7 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     References
     ----------
     Used by the interactive figures of every chapter; the mechanism is explained in the
-    introduction ("Reading the book").
+    introduction ("How to read it").
     """
     if not callable(render):
         raise TypeError(f"render must be callable, got {type(render).__name__}")
@@ -194,9 +194,16 @@ def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget
         The controls and an Output area. On the static website the output shown is the one
         computed when the page was built; moving the controls needs a kernel.
 
+    Raises
+    ------
+    TypeError
+        If ``render`` is not callable or a control is not an ipywidgets value widget.
+    ValueError
+        If no control is given.
+
     References
     ----------
-    Used by the chapters' "live" cells; see the introduction ("Reading the book").
+    Used by the chapters' "live" cells; see the introduction ("How to read it").
     """
     if not callable(render):
         raise TypeError(f"render must be callable, got {type(render).__name__}")
