@@ -129,7 +129,9 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"grid keys must be parameter names (str), got {name!r}")
-        if not isinstance(grid[name], (list, tuple, range, np.ndarray)) or np.ndim(grid[name]) != 1:
+        vals = grid[name]
+        if not isinstance(vals, (list, tuple, range, np.ndarray)) or (
+                isinstance(vals, np.ndarray) and vals.ndim != 1):
             raise TypeError(
                 f"grid[{name!r}] must be a list, tuple, range or 1-D array of values, "
                 f"got {grid[name]!r}"

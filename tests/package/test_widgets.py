@@ -147,3 +147,12 @@ def test_precomputed_explorer_type_errors(render, grid, message):
 def test_live_explorer_needs_a_callable():
     with pytest.raises(TypeError, match="render must be callable, got int"):
         live_explorer(5, a=widgets.IntSlider(1))
+
+
+def test_grid_values_may_be_tuples_or_arrays():
+    ex = precomputed_explorer(lambda p: f"<p>{p}</p>", {"p": [(1, 2), (3, 4)]})
+    assert ex.view(p=(3, 4)).value == "<p>(3, 4)</p>"
+    ex = precomputed_explorer(lambda c: f"<p>{c}</p>", {"c": np.array([0.5, 1.0])})
+    assert ex.n_views == 2
+    with pytest.raises(TypeError, match=r"grid\['c'\] must be a list, tuple, range or 1-D array"):
+        precomputed_explorer(lambda c: "", {"c": np.ones((2, 2))})
