@@ -68,7 +68,11 @@ def check_consistent_labels(Xs, Ys) -> int:
 
     Labels are consistent when two tokens that are equal and sit in sequences with the same
     vocabulary set carry the same label. Any Transformer without positional encoding is
-    permutation-equivariant, so it cannot fit inconsistent labels.
+    permutation-equivariant, so it cannot fit inconsistent labels on sequences without duplicate
+    tokens (nor on two sequences that are permutations of each other). Sequences with duplicate
+    tokens can share a vocabulary without being permutations of each other (``[1, 1, 2]`` and
+    ``[1, 2, 2]``); the check still applies to them, as the condition of Theorem 3, but their
+    conflict does not rule out every Transformer.
 
     Parameters
     ----------
@@ -101,11 +105,16 @@ def check_consistent_labels(Xs, Ys) -> int:
             if key in seen:
                 j, l = seen[key]
                 if not np.array_equal(Ys[j][:, l], y):
+                    if sorted(map(_key, Xs[j].T)) == sorted(map(_key, X.T)):
+                        why = "no Transformer without positional encoding can fit both"
+                    else:  # same vocabulary set, different multisets: only possible with duplicates
+                        why = ("the sequences have duplicate tokens and are not permutations of each "
+                               "other, so this does not rule out every Transformer, but the one-layer "
+                               "construction needs consistent labels")
                     raise ValueError(
                         f"inconsistent labels: Xs[{j}] and Xs[{i}] have the same vocabulary and "
                         f"Xs[{j}][:, {l}] == Xs[{i}][:, {k}], but Ys[{j}][:, {l}] = {Ys[j][:, l].tolist()} != "
-                        f"Ys[{i}][:, {k}] = {y.tolist()}; no Transformer without positional encoding "
-                        "can fit both"
+                        f"Ys[{i}][:, {k}] = {y.tolist()}; {why}"
                     )
             else:
                 seen[key] = (i, k)
@@ -132,8 +141,8 @@ def interpolating_ffn(ids, targets, rng, *, max_draws: int = 100) -> tuple[FeedF
     ffn : FeedForward
         Width ``max(M - 1, 1)``.
     info : dict
-        ``min_gap`` (smallest gap between sorted projections), ``max_slope`` (largest slope
-        norm), ``width``.
+        ``min_gap`` (smallest gap between sorted projections), ``max_slope`` (largest absolute
+        entry of a slope), ``width``.
 
     Raises
     ------
