@@ -579,6 +579,27 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     return man
 
 
+def _check_fig5_outputs(out: Path):
+    """Refuse to overwrite Figure 5 outputs whose manifest is corrupted or whose files do not
+    match it (the same policy as for Figures 3 and 4); absent outputs are fine."""
+    mpath = out / "fig5_manifest.json"
+    if not mpath.exists():
+        return
+    try:
+        sums = json.loads(mpath.read_bytes())["checksums"]
+        if not all(isinstance(sums[k], str) for k in ("csv", "npz")):
+            raise TypeError("checksums of csv and npz must be SHA-256 strings")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; delete "
+                         "it (or restore it from git) to recompute Figure 5.") from exc
+    for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
+        p = out / name
+        if p.exists() and _sha256_file(p) != sums[key]:
+            raise StoreError(f"{p} does not match the checksum in {mpath} (edited or corrupted). "
+                             "Nothing was overwritten; restore it, or delete it and the manifest "
+                             "to recompute Figure 5.")
+
+
 def _progress(total, desc, enabled):
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
@@ -706,6 +727,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
     s = SETUPS[cfg["setup"]]
     L = _check_lengths([cfg["L"]])[0]
     grid = _check_grid(s.name, cfg["d_grid"], (L,))
+    _check_fig5_outputs(out)
     t0 = time.perf_counter()
     with _one_blas_thread():
         key = (s.key(), L, 5)

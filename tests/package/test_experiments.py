@@ -331,6 +331,26 @@ def test_manifest_with_wrong_types_is_a_clear_error(tmp_path, edit, msg):
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_fig5_refuses_to_overwrite_corrupted_outputs(tmp_path):
+    reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    man = tmp_path / "fig5_manifest.json"
+    good = man.read_bytes()
+    assert reproduce("fig5", out=tmp_path, progress=False, profile="quick")["L"] == 64  # valid
+    npz = tmp_path / "fig5_maps.npz"
+    npz.write_bytes(npz.read_bytes()[:-10])
+    with pytest.raises(StoreError, match="fig5_maps.npz does not match"):
+        reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    man.write_text("{not json")
+    with pytest.raises(StoreError, match="corrupted manifest"):
+        reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    assert man.read_text() == "{not json"                 # nothing was overwritten
+    man.write_bytes(good)
+    npz.unlink()                                          # a missing map is recomputed
+    reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    from sattn.experiments import load_figure
+    assert load_figure("fig5", tmp_path)["L"] == 64       # checksums match again
+
+
 def test_parameter_mismatch_is_refused(tmp_path):
     t = make_tasks("fig3", "quick", setups=["k1-g1-e3-0.5"], lengths=[128])[0]
     store = TaskStore(tmp_path)
