@@ -102,6 +102,28 @@ def test_float32_screen_equals_float64():
     assert True in screened and False in screened
 
 
+def test_float64_confirmation_of_borderline_rows(monkeypatch):
+    """The confirmation path: with the float32 error band widened (unit roundoff 2^-12 instead of
+    2^-24) many rows fall inside it and are recomputed in float64; the decisions stay those of
+    the reference on the same draw, with both outcomes among the confirmed draws."""
+    import sattn.engine
+
+    s, A = _target(128, "k2-g2-e7-0.5", seed=5)
+    B = logit_target(A, s.eps1, s.eps2)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    monkeypatch.setattr(sattn.engine, "_U32", 2.0 ** -12)
+    confirmed = []
+    for d in (52, 60, 68):
+        for i in range(10):
+            out = eng.draw(d, draw_generator(9, (d, i)), complete=True)
+            Q, _ = np.linalg.qr(out.Z)
+            assert out.ok == check_approximation((128 / d) * B @ Q @ Q.T, A, s.eps1, s.eps2).ok
+            if out.stage == "confirm":
+                assert out.borderline > 0
+                confirmed.append(out.ok)
+    assert True in confirmed and False in confirmed
+
+
 @pytest.mark.parametrize("d,through_T", [(24, 0), (40, 50)])
 def test_partial_draw_completes_to_a_gaussian_matrix(d, through_T):
     """Stage 1 (Z_J, the Bartlett factor, the thin Haar factor T R_T^{-1}) and stage 2
