@@ -260,7 +260,7 @@ class FastEngine:
         ``d_min`` almost every row fails, and a small partial draw is enough to see it).
     candidates : int, default 32
         Rows of the partial draw checked against *all* columns in stage 1 (the rows with the
-        lowest support margins, see :meth:`_risk_score`).
+        lowest support margins, see ``FastEngine._risk_score``).
     first_block : int, default 64
         Rows of the first float32 block of stage 2; later blocks double, up to ``max_block``.
     max_block : int, default 1024
