@@ -30,8 +30,10 @@ EMPTY_REPORT = {"mathErrors": [], "rawTex": [], "widgetViews": 0, "widgetsUnrend
                 "images": 0, "brokenImages": [], "refs": [], "unresolved": [], "ids": [],
                 "figures": [], "mathElements": 0, "typeset": 0}
 
-browser_mod = pytest.importorskip("browser", reason="tools/browser.py not importable")
-pytest.importorskip("playwright", reason="playwright is in requirements.txt; run make venv")
+# Hard imports, not importorskip: a missing Playwright (it is in requirements.txt) or a broken
+# tools/browser.py must fail the suite, not turn every browser test into a skip.
+import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
+import playwright.sync_api  # noqa: E402, F401
 
 
 @dataclass

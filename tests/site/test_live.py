@@ -16,8 +16,10 @@ from conftest import ROOT, built_pages
 HERE = os.path.dirname(os.path.abspath(__file__))
 FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
 
-browser_mod = pytest.importorskip("browser", reason="tools/browser.py not importable")
-pytest.importorskip("playwright", reason="playwright is in requirements.txt; run make venv")
+# Hard imports, not importorskip: a missing Playwright (it is in requirements.txt) or a broken
+# tools/browser.py must fail the suite, not turn every browser test into a skip.
+import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
+import playwright.sync_api  # noqa: E402, F401
 
 
 def _live_pages(html_dir):
