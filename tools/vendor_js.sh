@@ -5,7 +5,7 @@
 set -euo pipefail
 HM=1.0.15 RJS=2.3.8 MJ=3.2.2 THEBE=0.9.3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" "thebe@$THEBE" >/dev/null)
+(cd "$tmp" && npm pack --loglevel=error "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" "thebe@$THEBE" >/dev/null)
 for t in "$tmp"/*.tgz; do d="${t%.tgz}"; mkdir -p "$d"; tar xzf "$t" -C "$d"; done
 rm -rf _vendor/widgets _vendor/mathjax _vendor/thebe; mkdir -p _vendor/widgets _vendor/mathjax/output _vendor/thebe
 hm="$tmp/jupyter-widgets-html-manager-$HM/package/dist"
