@@ -79,6 +79,7 @@ live: $(STAMP) $(VENDOR)
 
 screenshots: $(STAMP) $(VENDOR)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	bash tools/install_browser.sh
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 test: $(STAMP) $(VENDOR)
