@@ -89,7 +89,7 @@ def _run_panel(docname: str, ipynb_url: str | None, has_live: bool) -> str:
         f"<li>In a clone of the book, <code>make lab</code> opens JupyterLab with the package "
         f"<code>sattn</code> importable; there, open <code>{docname}.md</code> (right click, "
         f"<em>Open With → Notebook</em>) or {dl} and choose <em>Run → Run All Cells</em>.</li>"
-        "<li>Without the clone: <code>pip install -r requirements.txt</code> and "
+        "<li>Without <code>make</code>: <code>pip install -r requirements.txt</code> and "
         "<code>pip install -e .</code> in the book's folder, then <code>jupyter lab</code>.</li>"
         f"{live}</ul></details>"
     )
