@@ -26,6 +26,9 @@ import nbclient
 # Kernels inherit this: the chapters' small SVD/QR calls are several times slower with
 # oversubscribed BLAS threads on a small machine (the Makefile sets the same default).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The Makefile runs nbval and the book build with PYTHONHASHSEED=0; the stored outputs must come
+# from the same string-hash order when this script is run directly (README, "Editing a chapter").
+os.environ.setdefault("PYTHONHASHSEED", "0")
 
 
 def stable_cell_ids(nb) -> None:
