@@ -11,9 +11,13 @@ target's d_min, every draw decided in full (no early stop on success).
   float32 screening with float64 confirmation).
 
 Also measured: the "floor" of one draw (one ``L x d`` float32 Gaussian matrix plus one float32
-block GEMM of ``first_block x d x L``) and the peak resident memory of the fast engine at
+block GEMM of ``first_block x d x L``; its mean cost, timed ``FLOOR_REPS`` times after every chunk
+of draws so that it sees the same machine as they do) and the peak resident memory of the fast engine at
 ``L = 3072`` and ``L = 32768`` (fresh subprocesses, ``VmHWM`` of ``/proc/self/status``). Ratios
-are measured within one run. ``speedup_at_floor`` is the speed-up an engine whose every draw cost
+are measured within one run, and the two engines' draws are timed in alternating chunks of
+``CHUNK`` draws, so that both see the same machine: on a shared virtual machine the speed drifts
+by 20% or more over the minute the reference takes, which made the ratio of two back-to-back
+timings swing between runs. ``speedup_at_floor`` is the speed-up an engine whose every draw cost
 exactly the floor would reach on the same workload: it shows how much of a speed-up target the
 floor itself leaves room for. Results: ``benchmarks/results.json``.
 """
@@ -31,6 +35,8 @@ import numpy as np
 
 SETUP = "k2-g2-e7-0.5"
 ROOT = 777
+CHUNK = 10      # draws per engine between switches (the reference's draws in the same order)
+FLOOR_REPS = 4  # floor operations timed after each chunk
 
 
 def _time(fn, repeat=1):
@@ -43,15 +49,32 @@ def _time(fn, repeat=1):
     return best
 
 
-def _floor(L, d, block_rows):
-    """Seconds for one ``L x d`` float32 Gaussian matrix and one float32 block GEMM
-    (``block_rows x d`` times ``d x L``), each the best of 3 repeats of 20."""
-    rng = np.random.default_rng(2)
-    Z = rng.standard_normal((L, d), dtype=np.float32)
-    U = rng.standard_normal((block_rows, d), dtype=np.float32)
-    t_gauss = _time(lambda: [rng.standard_normal((L, d), dtype=np.float32) for _ in range(20)], 3) / 20
-    t_gemm = _time(lambda: [U @ Z.T for _ in range(20)], 3) / 20
-    return t_gauss, t_gemm
+class _FloorTimer:
+    """Times the floor (one ``L x d`` float32 Gaussian matrix, one float32 block GEMM) a few
+    times after each chunk of draws, so that it is measured under the same conditions as the
+    draws; ``means()`` returns the mean seconds of each operation."""
+
+    def __init__(self, L, d, block_rows):
+        self.rng = np.random.default_rng(2)
+        self.shape = (L, d)
+        self.Z = self.rng.standard_normal((L, d), dtype=np.float32)
+        self.U = self.rng.standard_normal((block_rows, d), dtype=np.float32)
+        self.gauss = self.gemm = 0.0
+        self.n = 0
+
+    def measure(self, reps):
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            self.rng.standard_normal(self.shape, dtype=np.float32)
+            t1 = time.perf_counter()
+            self.U @ self.Z.T
+            t2 = time.perf_counter()
+            self.gauss += t1 - t0
+            self.gemm += t2 - t1
+            self.n += 1
+
+    def means(self):
+        return self.gauss / self.n, self.gemm / self.n
 
 
 def _estimate_dmin(eng, L, draws=64, step=4):
@@ -82,36 +105,39 @@ def compare(L, n_draws=200, *, d=None):
         # a width just below d_min: bisection estimate with 64 draws per width, minus 8
         d = max(1, _estimate_dmin(eng, L) - 8)
 
-    # reference: set-up + n_draws full draws
+    # set-ups, then the same n_draws for both engines, timed in alternating chunks
     t0 = time.perf_counter()
     B = logit_target(A, s.eps1, s.eps2)
     D, V = factorize(B, "svd")
     support = support_index(A)
     W_Q, W_K = fixed_weights(d)
     t_ref_setup = time.perf_counter() - t0
-    rng = np.random.default_rng(1)
-    ok_ref = 0
-    t0 = time.perf_counter()
-    for _ in range(n_draws):
-        M = sam(draw_input(D, V, d, rng), W_Q, W_K)
-        ok_ref += explicit_ratio_check(M, A, s.eps1, s.eps2, support=support)
-    t_ref_draws = time.perf_counter() - t0
-
-    # fast: set-up + the same number of draws
     t0 = time.perf_counter()
     eng = FastEngine(A, s.eps1, s.eps2)
     t_fast_setup = time.perf_counter() - t0
-    ok_fast, stages, stage_s = 0, {}, {}
-    t0 = time.perf_counter()
-    for i in range(n_draws):
-        t1 = time.perf_counter()
-        out = eng.draw(d, draw_generator(ROOT, (L, d, i)))
-        stage_s[out.stage] = stage_s.get(out.stage, 0.0) + time.perf_counter() - t1
-        ok_fast += out.ok
-        stages[out.stage] = stages.get(out.stage, 0) + 1
-    t_fast_draws = time.perf_counter() - t0
 
-    t_gauss, t_gemm = _floor(L, d, eng.first_block)
+    rng = np.random.default_rng(1)
+    ok_ref, ok_fast, stages, stage_s = 0, 0, {}, {}
+    t_ref_draws = t_fast_draws = 0.0
+    floor_timer = _FloorTimer(L, d, eng.first_block)
+    for start in range(0, n_draws, CHUNK):
+        chunk = range(start, min(start + CHUNK, n_draws))
+        t0 = time.perf_counter()
+        for _ in chunk:
+            M = sam(draw_input(D, V, d, rng), W_Q, W_K)
+            ok_ref += explicit_ratio_check(M, A, s.eps1, s.eps2, support=support)
+        t_ref_draws += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in chunk:
+            t1 = time.perf_counter()
+            out = eng.draw(d, draw_generator(ROOT, (L, d, i)))
+            stage_s[out.stage] = stage_s.get(out.stage, 0.0) + time.perf_counter() - t1
+            ok_fast += out.ok
+            stages[out.stage] = stages.get(out.stage, 0) + 1
+        t_fast_draws += time.perf_counter() - t0
+        floor_timer.measure(FLOOR_REPS)
+
+    t_gauss, t_gemm = floor_timer.means()
     floor = t_gauss + t_gemm
 
     # far below d_min (a third of the width), as the experiment meets it: one level of draws,
@@ -120,7 +146,9 @@ def compare(L, n_draws=200, *, d=None):
     t0 = time.perf_counter()
     far = eng.level(d_far, n_draws, ROOT, (L, 1))
     t_far = (time.perf_counter() - t0) / far.draws
-    far_floor = sum(_floor(L, d_far, eng.first_block))
+    far_timer = _FloorTimer(L, d_far, eng.first_block)
+    far_timer.measure(20)
+    far_floor = sum(far_timer.means())
     ref_total = t_ref_setup + t_ref_draws
     fast_total = t_fast_setup + t_fast_draws
     return {
