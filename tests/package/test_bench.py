@@ -1,0 +1,34 @@
+"""The benchmark harness (`python -m sattn bench`) runs and writes well-formed results."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_writes_consistent_results(tmp_path):
+    out = tmp_path / "results.json"
+    res = subprocess.run([sys.executable, "-m", "sattn", "bench", "--quick", "--out", str(out)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(out.read_text())
+    assert r["quick"] is True
+    (c,) = r["comparisons"]
+    assert c["L"] == 256 and 1 <= c["d"] <= c["L"]
+    # every draw of both engines was decided, and the stage tally accounts for each fast draw
+    assert sum(c["fast"]["stages"].values()) == c["draws"] == 20
+    assert set(c["fast"]["stages"]) <= {"stage1", "screen", "confirm"}
+    for engine in ("reference", "fast"):
+        e = c[engine]
+        assert 0 <= e["successes"] <= c["draws"]
+        assert e["total_s"] >= e["draws_s"] > 0 and e["setup_s"] > 0
+    fl = c["floor"]
+    assert fl["per_draw_s"] == fl["gaussian_s"] + fl["block_gemm_s"] > 0
+    assert abs(c["speedup"] - c["reference"]["total_s"] / c["fast"]["total_s"]) < 1e-9
+    assert c["far_below"]["draws"] >= 1 and c["far_below"]["d"] < c["d"]
+    (m,) = r["memory"]
+    assert m["L"] == 3072 and 0 < m["peak_rss_MB"] < 2048
+    assert r["targets"]["peak_memory_under_2GB"] is True
+    assert r["targets"]["speedup_512>=20"] is None     # the quick run does not measure L = 512
