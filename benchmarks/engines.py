@@ -39,15 +39,6 @@ CHUNK = 10      # draws per engine between switches (the reference's draws in th
 FLOOR_REPS = 4  # floor operations timed after each chunk
 
 
-def _time(fn, repeat=1):
-    best = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t
-        best = dt if best is None else min(best, dt)
-    return best
-
 
 class _FloorTimer:
     """Times the floor (one ``L x d`` float32 Gaussian matrix, one float32 block GEMM) a few
