@@ -39,7 +39,6 @@ CHUNK = 10      # draws per engine between switches (the reference's draws in th
 FLOOR_REPS = 4  # floor operations timed after each chunk
 
 
-
 class _FloorTimer:
     """Times the floor (one ``L x d`` float32 Gaussian matrix, one float32 block GEMM) a few
     times after each chunk of draws, so that it is measured under the same conditions as the
