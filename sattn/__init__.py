@@ -94,6 +94,22 @@ from .sparse import (
     strided_pattern,
 )
 
+from .results import ClaimFailed, check
+from .plotting import apply_style, figure_to_png, heatmap, subplots
+from .widgets import live_explorer, precomputed_explorer
+from .engine import FastEngine, draw_generator
+from .experiments import (
+    PROFILES,
+    SETUPS,
+    ExperimentError,
+    fit_log,
+    load_figure,
+    make_tasks,
+    reference_level,
+    reproduce,
+    run_task,
+)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -177,4 +193,23 @@ __all__ = [
     "memorize_with_positions",
     "quantizer_ffn",
     "two_layer_approximation",
+    "ClaimFailed",
+    "check",
+    "apply_style",
+    "figure_to_png",
+    "heatmap",
+    "subplots",
+    "live_explorer",
+    "precomputed_explorer",
+    "FastEngine",
+    "draw_generator",
+    "PROFILES",
+    "SETUPS",
+    "ExperimentError",
+    "fit_log",
+    "load_figure",
+    "make_tasks",
+    "reference_level",
+    "reproduce",
+    "run_task",
 ]
