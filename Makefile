@@ -17,7 +17,6 @@ BOOK_FLAGS := -W -n --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
 HOST ?= 127.0.0.1
 PORT ?= 8000
-JUPYTER_PORT ?= 8890
 
 .PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
         live screenshots linkcheck \
@@ -28,7 +27,7 @@ help:
 	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
 	@echo "make lab    JupyterLab on the chapters (sattn importable)"
 	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
-	@echo "make live   serve the book with a Jupyter server on $(HOST):$(JUPYTER_PORT): live figures recompute"
+	@echo "make live   serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
 	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
 	@echo "make linkcheck    check every internal link and anchor of _build/html"
 	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
@@ -73,9 +72,10 @@ test-site: $(STAMP)
 linkcheck: $(STAMP)
 	$(BIN)/python tools/linkcheck.py _build/html
 
+LIVE_HTML ?= _build/html
 live: $(STAMP) $(VENDOR)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
-	$(BIN)/python tools/serve_live.py --html _build/html --port $(PORT) --jupyter-port $(JUPYTER_PORT)
+	@test -f $(LIVE_HTML)/index.html || $(MAKE) --no-print-directory book
+	$(BIN)/python tools/serve_live.py --html $(LIVE_HTML) --port $(PORT)
 
 screenshots: $(STAMP) $(VENDOR)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory book

@@ -1,3 +1,4 @@
-// Live-kernel settings. The static book has none; `make live` (tools/serve_live.py) serves this
-// file with the address and token of its Jupyter server on 127.0.0.1.
+// Live-kernel settings. The static book has none; `make live` (tools/serve_live.py) answers this
+// file itself with {baseUrl: "/jupyter/", session: <whether this browser opened its one-time
+// address>}. It never holds a token or any other secret.
 window.BOOK_LIVE = null;

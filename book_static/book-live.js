@@ -1,8 +1,10 @@
 // Live recomputation of the cells tagged "live" (see README, "Live figures").
 // On the static website (window.BOOK_LIVE is null) each live cell only says how to make it live.
-// Under `make live`, book-live-config.js names a Jupyter server on 127.0.0.1; "Run live" then loads
-// thebe (served by the book, from npm), starts a kernel, runs the page's earlier code cells as setup,
-// and runs the live cells in it, so their widgets recompute on every change.
+// Under `make live`, book-live-config.js says that the book's own server forwards /jupyter/ to a
+// private Jupyter server (the page holds no token: the server adds it, for same-origin requests from
+// a browser that opened the one-time address only). "Run live" then loads thebe (served by the book,
+// from npm), starts a kernel, runs the page's earlier code cells as setup, and runs the live cells in
+// it, so their widgets recompute on every change.
 (function () {
   "use strict";
   var state = { started: null };
@@ -55,6 +57,7 @@
 
   async function start() {
     var cfg = window.BOOK_LIVE, base = root();
+    var server = new URL(cfg.baseUrl, window.location.origin).href;
     var liveCells = Array.from(document.querySelectorAll("div.cell.tag_live"));
     var allCells = Array.from(document.querySelectorAll("div.cell"));
     var last = allCells.indexOf(liveCells[liveCells.length - 1]);
@@ -63,7 +66,7 @@
         c.querySelector(".cell_input pre");
     });
     document.querySelectorAll(".book-live-bar button").forEach(function (b) { b.disabled = true; });
-    setStatus("starting a kernel on " + cfg.baseUrl + " …");
+    setStatus("starting a kernel on " + server + " …");
     liveCells.forEach(function (cell) {
       var pre = cell.querySelector(".cell_input pre");
       pre.setAttribute("data-book-live", "");
@@ -80,7 +83,7 @@
       mountActivateWidget: false, mountStatusWidget: false,
       mountRunAllButton: false, mountRestartAllButton: false,
       selector: "[data-book-live]", outputSelector: "[data-book-live-output]",
-      serverSettings: { baseUrl: cfg.baseUrl, token: cfg.token, appendToken: true },
+      serverSettings: { baseUrl: server, token: "", appendToken: false },
       kernelOptions: { kernelName: "python3", path: notebookPath() },
       mathjaxUrl: base + "_static/mathjax/tex-mml-chtml.js",
     });
@@ -124,7 +127,10 @@
       bar.appendChild(badge);
       var status = document.createElement("span");
       status.className = "book-live-status";
-      if (window.BOOK_LIVE) {
+      if (window.BOOK_LIVE && !window.BOOK_LIVE.session) {
+        status.textContent = "live mode is on, but this browser has no session yet: open the " +
+          "address that `make live` printed (it carries a one-time key), then reload";
+      } else if (window.BOOK_LIVE) {
         var b = document.createElement("button");
         b.type = "button"; b.className = "book-live-run"; b.textContent = "Run live";
         b.title = "start a kernel on the local Jupyter server and recompute this figure";
