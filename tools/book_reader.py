@@ -4,6 +4,8 @@
   download menu, and says how to run it in JupyterLab and live on the website.
 - ``book_static/`` (dark-mode CSS, the live-kernel script) is added to every page.
 - The ``book-build-info`` directive renders the package versions of the running build (status page).
+- The ``book-reliability`` directive renders the reliability figures that the tests of the same
+  ``make test`` wrote (``tests/reliability.py``; bad input, corrupted data, killed runs, ...).
 - sphinx-thebe's scripts are removed: they point at unpkg.com and Binder, and are replaced by the
   book's own live mode (``make live``; thebe served from the book, a kernel on 127.0.0.1).
 """
@@ -11,8 +13,10 @@
 from __future__ import annotations
 
 import datetime
+import glob
 import html
 import importlib.metadata
+import json
 import os
 import platform
 import shutil
@@ -56,6 +60,52 @@ class BuildInfo(Directive):
         table = (f'<p class="book-build-stamp">Built on {stamp}.</p>'
                  '<table class="table book-versions"><thead><tr><th>Package</th><th>Version</th>'
                  f"</tr></thead><tbody>{body}</tbody></table>")
+        return [nodes.raw("", table, format="html")]
+
+
+def reliability_dir() -> str:
+    """Where ``tests/reliability.py`` writes the figures (the same rule as there)."""
+    return os.environ.get("BOOK_RELIABILITY_DIR") or os.path.join(ROOT, "_build", "reliability")
+
+
+class Reliability(Directive):
+    """``{book-reliability}``: a table of the reliability figures the tests recorded."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        env.note_reread()  # the figures belong to the test run before this build
+        figures = []
+        for path in sorted(glob.glob(os.path.join(reliability_dir(), "*.json"))):
+            with open(path, encoding="utf-8") as f:
+                try:
+                    figures.append(json.load(f))
+                except ValueError as exc:
+                    raise self.error(f"book-reliability: {path} is not valid JSON ({exc})") from exc
+        if not figures:
+            text = ('<p class="book-reliability-none">No reliability figures in this build: the '
+                    "tests write them, and <code>make test</code> builds the book after running "
+                    "the tests. Run <code>make test</code> to see them here.</p>")
+            return [nodes.raw("", text, format="html")]
+        rows = []
+        for fig in figures:
+            ok = fig["passed"] == fig["tried"]
+            result = f'{fig["passed"]:,} of {fig["tried"]:,} {html.escape(fig["unit"])}'
+            extra = "; ".join(f"{html.escape(str(k))}: {html.escape(json.dumps(v) if not isinstance(v, str) else v)}"
+                              for k, v in sorted(fig.get("details", {}).items()))
+            fails = "".join(f"<li><code>{html.escape(x)}</code></li>" for x in fig.get("failures", []))
+            rows.append(
+                f'<tr data-reliability="{html.escape(fig["name"])}" data-passed="{fig["passed"]}" '
+                f'data-tried="{fig["tried"]}"><td>{html.escape(fig["title"])}'
+                + (f'<br><small>{extra}</small>' if extra else "")
+                + (f"<ul>{fails}</ul>" if fails else "")
+                + f'</td><td class="{"book-ok" if ok else "book-fail"}">{result}</td>'
+                f'<td><code>{html.escape(fig["test"].split("::")[0])}</code><br>'
+                f'<small>{html.escape(fig["measured"])}</small></td></tr>')
+        table = ('<table class="table book-reliability"><thead><tr><th>What was tried, and what '
+                 "was required</th><th>Behaved as required</th><th>Test, measured</th></tr></thead>"
+                 f"<tbody>{''.join(rows)}</tbody></table>")
         return [nodes.raw("", table, format="html")]
 
 
@@ -123,6 +173,7 @@ def _config_inited(app, config):
 
 def setup(app):
     app.add_directive("book-build-info", BuildInfo)
+    app.add_directive("book-reliability", Reliability)
     app.connect("config-inited", _config_inited)
     # before sphinx-book-theme's add_header_buttons (priority 501) so that it sees ipynb_source
     app.connect("html-page-context", _page_context, priority=400)

@@ -149,7 +149,7 @@ def _cli(out: Path) -> list[str]:
 
 def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
-    ref = reproduce("fig3", profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"],
+    reproduce("fig3", profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"],
                     lengths=[192, 256], jobs=2, out=tmp_path / "ref", progress=False)
     ref_csv = (tmp_path / "ref" / "fig3.csv").read_bytes()
     kill_after = [0, 1, 2, 3]  # finished task files when the run is killed (0: while starting)

@@ -10,6 +10,7 @@ status page. The pages are found anew on every run, so new chapters are covered 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -343,4 +344,28 @@ def test_status_page_lists_versions_and_execution_times(reader, html_dir):
     for name in _chapters(html_dir):
         stem = os.path.splitext(os.path.basename(name))[0]
         assert any(stem in r for r in chapter_rows), f"{stem} missing from the execution table"
+    assert not errors and not blocked, (errors, blocked)
+
+
+def test_status_page_shows_the_reliability_figures(reader):
+    """Every figure the tests recorded (tests/reliability.py) is on the status page with its counts.
+    In `make test` the package tests write them before the book is built; a build without them
+    says how to get them."""
+    import book_reader
+
+    base, page, errors, blocked = reader
+    page.goto(base + "chapters/status.html", wait_until="load")
+    figures = [json.load(open(p, encoding="utf-8"))
+               for p in sorted(glob.glob(os.path.join(book_reader.reliability_dir(), "*.json")))]
+    shown = page.eval_on_selector_all(
+        "tr[data-reliability]", "rs => rs.map(r => [r.dataset.reliability, +r.dataset.passed, "
+        "+r.dataset.tried, r.innerText])")
+    if not figures:
+        assert not shown and "make test" in page.inner_text(".book-reliability-none")
+        return
+    assert {s[0] for s in shown} == {f["name"] for f in figures}
+    for name, passed, tried, text in shown:
+        fig = next(f for f in figures if f["name"] == name)
+        assert (passed, tried) == (fig["passed"], fig["tried"]), name
+        assert f'{fig["passed"]:,} of {fig["tried"]:,}' in text, (name, text)
     assert not errors and not blocked, (errors, blocked)
