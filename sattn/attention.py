@@ -13,7 +13,7 @@ before normalisation (the causal variant of the first paper).
 
 The softmax is computed with the row maximum subtracted, so that logits of any magnitude neither
 overflow nor produce NaN. The 1/sqrt(d) temperature of standard attention is not applied: it can be
-absorbed into ``W_Q`` (Chapter 1 shows this numerically).
+absorbed into ``W_Q`` (:prf:ref:`rem-temperature` shows this numerically).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def causal_mask(L: int) -> np.ndarray:
 
     References
     ----------
-    Causal variant of eqs. (1)-(2) in Likhosherstov et al.; Chapter 1 of the book.
+    Causal variant of eqs. (1)-(2) in Likhosherstov et al.; :ref:`ch-self-attention`.
     """
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
         raise ValueError(f"L must be a positive integer, got {L!r}")
@@ -99,7 +99,7 @@ def attention_logits(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
 
     References
     ----------
-    Eq. (1) of Likhosherstov et al. (2021); Chapter 1 of the book.
+    Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     X, W_Q, W_K = _check_weights(X, W_Q, W_K)
     G = (X @ W_Q) @ (X @ W_K).T
@@ -134,7 +134,7 @@ def row_softmax(G) -> np.ndarray:
 
     References
     ----------
-    Eq. (2) of Likhosherstov et al. (2021); Chapter 1 of the book.
+    Eq. (2) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     G = as_float_array("G", G, finite=False)
     if G.ndim != 2:
@@ -179,7 +179,7 @@ def usam(X, W_Q, W_K, *, causal: bool = False, log: bool = False) -> np.ndarray:
 
     References
     ----------
-    Eq. (1) of Likhosherstov et al. (2021); Chapter 1 of the book.
+    Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     G = attention_logits(X, W_Q, W_K, causal=causal)
     if log:
@@ -218,7 +218,7 @@ def sam(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
 
     References
     ----------
-    Eq. (2) of Likhosherstov et al. (2021); Chapter 1 of the book.
+    Eq. (2) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     return row_softmax(attention_logits(X, W_Q, W_K, causal=causal))
 
@@ -244,7 +244,7 @@ def self_attention(X, W_Q, W_K, W_V, *, causal: bool = False) -> np.ndarray:
 
     References
     ----------
-    Eq. (3) of Likhosherstov et al. (2021); Chapter 1 of the book.
+    Eq. (3) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     M = sam(X, W_Q, W_K, causal=causal)
     X = np.asarray(X, dtype=np.float64)

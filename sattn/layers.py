@@ -42,7 +42,7 @@ class AttentionHead:
 
     References
     ----------
-    Eq. (2) of Kajitsuka & Sato (2024); Chapter "Contextual mappings and separated inputs".
+    Eq. (2) of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings`.
     """
 
     W_Q: np.ndarray
@@ -64,7 +64,7 @@ class FeedForward:
 
     References
     ----------
-    Eq. (3) of Kajitsuka & Sato (2024); Chapter "Memorization with one layer".
+    Eq. (3) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
 
     W1: np.ndarray
@@ -90,7 +90,7 @@ def column_softmax(A) -> np.ndarray:
     -------
     numpy.ndarray, shape (n, m)
         Every column is a probability vector. Entries whose logit lies more than about 745 below
-        the column maximum underflow to exactly 0 (Chapter "Softmax and the Boltzmann operator").
+        the column maximum underflow to exactly 0 (:ref:`ch-boltzmann`).
 
     Raises
     ------
@@ -154,7 +154,7 @@ def hardmax(A) -> np.ndarray:
 
     References
     ----------
-    sigma_H of Section 2.1 of Kajitsuka & Sato (2024); Chapter "Hardmax attention is not enough".
+    sigma_H of Section 2.1 of Kajitsuka & Sato (2024); :ref:`ch-hardmax`.
     """
     if _is_exact(A):
         A = _to_fraction_matrix("A", A)
@@ -246,8 +246,7 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
 
     References
     ----------
-    Eq. (2) (softmax) and Section 3.3 (hardmax) of Kajitsuka & Sato (2024); Chapters
-    "Contextual mappings and separated inputs" and "Hardmax attention is not enough".
+    Eq. (2) (softmax) and Section 3.3 (hardmax) of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings` and :ref:`ch-hardmax`.
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
@@ -288,7 +287,7 @@ def feed_forward(H, ffn) -> np.ndarray:
 
     References
     ----------
-    Eq. (3) of Kajitsuka & Sato (2024); Chapter "Memorization with one layer".
+    Eq. (3) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
     H = as_matrix("H", H)
     W1, b1, W2, b2 = _check_ffn(ffn, H.shape[0])
@@ -333,6 +332,6 @@ def transformer_block(Z, heads, ffn, *, kind: str = "softmax") -> np.ndarray:
 
     References
     ----------
-    Eq. (4) of Kajitsuka & Sato (2024); Chapter "Memorization with one layer".
+    Eq. (4) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
     return feed_forward(multihead_attention(Z, heads, kind=kind), ffn)

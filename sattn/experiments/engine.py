@@ -149,7 +149,7 @@ class LevelResult(Result):
 
     @property
     def success(self) -> bool:
-        """Deprecated alias of :attr:`ok` (kept until the chapters use ``ok``)."""
+        """Deprecated alias of ``ok`` (kept until the chapters use ``ok``)."""
         return self.ok
 
     @property
@@ -290,7 +290,7 @@ class FastEngine:
         return gs, off
 
     def _margins(self, rows, G, colpos):
-        """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (see :meth:`_split`)."""
+        """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (see ``_split``)."""
         return self._row_margins(rows, *self._split(rows, G, colpos))
 
     def _risk_score(self, rows, U, Zs):
@@ -346,15 +346,15 @@ class FastEngine:
         The stages (see the module docs) are separate methods, called in this order; each draws
         its random numbers from ``rng`` in a fixed order, so a seed always produces the same draw:
 
-        1. :meth:`_partial_draw`: ``Z_J`` and the Bartlett factor ``R_W`` of the rest's Gram
+        1. ``_partial_draw``: ``Z_J`` and the Bartlett factor ``R_W`` of the rest's Gram
            matrix, ``C^{-1}``;
-        2. :meth:`_stage1`: risk scores of the rows whose support lies in ``J`` and the exact
+        2. ``_stage1``: risk scores of the rows whose support lies in ``J`` and the exact
            check of the riskiest ones (through the thin Haar factor for the columns outside
            ``J``); a violation rejects the draw;
-        3. :meth:`_complete`: the rest of ``Z``, conditionally on everything drawn so far;
-        4. :meth:`_screen`: all rows in blocks, riskiest first, in float32 with a rigorous error
+        3. ``_complete``: the rest of ``Z``, conditionally on everything drawn so far;
+        4. ``_screen``: all rows in blocks, riskiest first, in float32 with a rigorous error
            band; a violation rejects the draw;
-        5. :meth:`_confirm`: float64 recomputation of the rows inside the band.
+        5. ``_confirm``: float64 recomputation of the rows inside the band.
 
         Parameters
         ----------
@@ -507,7 +507,7 @@ class FastEngine:
 
         Each block of logits is one float32 GEMM; a row whose float32 margin is below minus the
         rounding bound fails in exact arithmetic and rejects the draw, one above it passes, and
-        the rows inside the band go to :meth:`_confirm`.
+        the rows inside the band go to ``_confirm``.
         """
         L, d, P, ZJ, Zp = self.L, dr.d, dr.P, dr.ZJ, dr.Zp
         m, n, colpos = P["m"], P["n"], P["colpos"]
@@ -588,7 +588,7 @@ class FastEngine:
         return np.einsum("rk,rkd->rd", t.bvals[rows], Zs)
 
     def _risk_order(self, dr: _Draw, ZJ32):
-        """All rows, most likely violators first: ascending :meth:`_risk_score`.
+        """All rows, most likely violators first: ascending ``_risk_score``.
 
         The rows whose support lies in ``J`` keep their stage-1 scores; the others are scored
         here in single precision. Only the order of the checks depends on this, never a decision.

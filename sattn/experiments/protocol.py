@@ -155,7 +155,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     ----------
     figure : {"fig3", "fig4", "fig5"}
     profile : {"quick", "paper"}
-    setups, lengths : optional restrictions (see :func:`make_tasks`). Figure 5 has one fixed
+    setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
         Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
@@ -360,7 +360,7 @@ def fit_log(L, d):
 
     References
     ----------
-    Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); Chapter 7.
+    Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); :ref:`ch-experiments`.
     """
     L = np.asarray(L, dtype=float)
     d = np.asarray(d, dtype=float)

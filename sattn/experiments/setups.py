@@ -69,7 +69,7 @@ def _setup(k, gamma, eps1, eps2) -> Setup:
     return Setup(f"k{k}-g{gamma:g}-e{eps1:g}-{eps2:g}", k, float(gamma), float(eps1), float(eps2))
 
 
-#: The book's twelve setups (the paper's are not recoverable; see Chapter 7). They span
+#: The book's twelve setups (the paper's are not recoverable; see :ref:`ch-experiments`). They span
 #: k in {1, 2, 3, 4}, gamma in {1, 2} (gamma plays no role when k = 1: a row with one nonzero has
 #: no ratios) and five tolerance pairs, all loose enough that d_min stays well below L on
 #: 512..3072 (tight tolerances push d_min towards L; spec of the book, 8.8).

@@ -19,8 +19,7 @@ an input ``X`` (``L x 2d``) for *fixed* weights ``W_Q = [I_d; 0]``, ``W_K = [0; 
 :func:`theorem1_bound` is the width of Theorem 1', the book's explicit version of Theorem 1 with
 constants derived in the book (the paper's own constants are not reproduced here).
 
-The book explains all of this in Chapters 4 ("The construction"), 5 ("Why it works") and
-6 ("The causal extension").
+The book explains all of this in :ref:`ch-construction`, :ref:`ch-why-it-works` and :ref:`ch-causal`.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ def logit_target(A, eps1, eps2) -> np.ndarray:
     References
     ----------
     Eqs. (8)-(10) of the proof of Theorem 1, Likhosherstov et al. (2021), as reconstructed in the
-    book (the shift ``Delta`` is derived there); Chapter 4 of the book ("The construction").
+    book (the shift ``Delta`` is derived there); :ref:`ch-construction` ("The construction").
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
     A = check_target(A, causal=False)
@@ -160,7 +159,7 @@ def fixed_weights(d) -> tuple[np.ndarray, np.ndarray]:
 
     References
     ----------
-    Eqs. (16)-(17) of Likhosherstov et al. (2021) (AAAI numbering); Chapter 4 of the book.
+    Eqs. (16)-(17) of Likhosherstov et al. (2021) (AAAI numbering); :ref:`ch-construction`.
     """
     d = check_int("d", d, low=1)
     eye, zero = np.eye(d), np.zeros((d, d))
@@ -194,7 +193,7 @@ def sample_stiefel(L, d, rng) -> np.ndarray:
     References
     ----------
     Section 3 of Likhosherstov et al. (2021) (QR of Gaussian matrices, citing Stewart 1980);
-    Chapter 4 of the book.
+    :ref:`ch-construction`.
     """
     L = check_int("L", L, low=1)
     d = check_int("d", d, low=1, high=L)
@@ -231,7 +230,7 @@ def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
     References
     ----------
     Eqs. (11)-(12) of Likhosherstov et al. (2021) (SVD, ``D = U Sigma``), as reconstructed in the
-    book; the SVD-free route is the book's remark in Chapter 4.
+    book; the SVD-free route is the book's remark :prf:ref:`con-rem-svd-free`.
     """
     B = as_matrix("B", B, square=True)
     if method == "svd":
@@ -270,7 +269,7 @@ def draw_input(D, V, d, rng, *, Y=None) -> np.ndarray:
 
     References
     ----------
-    Eqs. (13)-(15) of Likhosherstov et al. (2021); Chapter 4 of the book.
+    Eqs. (13)-(15) of Likhosherstov et al. (2021); :ref:`ch-construction`.
     """
     D = as_matrix("D", D, square=True)
     L = D.shape[0]
@@ -371,7 +370,7 @@ def default_max_draws(L, Q: float = 1.0) -> int:
 
     References
     ----------
-    Lemma 1 and Section 4 of Likhosherstov et al. (2021); Chapter 5 of the book.
+    Lemma 1 and Section 4 of Likhosherstov et al. (2021); :ref:`ch-why-it-works`.
     """
     L = check_int("L", L, low=1)
     Q = check_real("Q", Q, low=0.0, low_open=True)
@@ -399,7 +398,7 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
         Query/key width, ``1 <= d <= L``; the hidden width is ``2d``.
     rng : numpy.random.Generator
     causal : bool, default False
-        Approximate with the causal self-attention matrix ``SAM^c`` (Chapter 6).
+        Approximate with the causal self-attention matrix ``SAM^c`` (:ref:`ch-causal`).
     max_draws : int, optional
         Budget of Stiefel draws, ``>= 1``; default :func:`default_max_draws` ``(L) = L``.
     method : {"svd", "direct"}, default "svd"
@@ -420,7 +419,7 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     References
     ----------
     Theorem 1 and Algorithm 1 of Likhosherstov et al. (2021) (reconstructed as Theorem 1' in the
-    book); Chapter 4 ("The construction") and Chapter 6 ("The causal extension") of the book.
+    book); :ref:`ch-construction` and :ref:`ch-causal`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
     A = check_target(A, causal=bool(causal))
@@ -487,7 +486,7 @@ def theorem1_constants(L, k, gamma, eps1, eps2) -> Theorem1Constants:
 
     References
     ----------
-    Theorem 1' of the book (Chapter 5, "Why it works"), its explicit version of Theorem 1 of
+    Theorem 1' of the book (:prf:ref:`con-thm-1prime`, proved in :ref:`ch-why-it-works`), its explicit version of Theorem 1 of
     Likhosherstov et al. (2021).
     """
     L = check_int("L", L, low=1)
@@ -535,6 +534,6 @@ def theorem1_bound(L, k, gamma, eps1, eps2) -> int:
     References
     ----------
     Eq. (5) of Likhosherstov et al. (2021), whose constants are not available; this is the book's
-    own explicit version (Theorem 1', constants derived in Chapter 5, "Why it works").
+    own explicit version (:prf:ref:`con-thm-1prime`, constants derived in :ref:`ch-why-it-works`).
     """
     return theorem1_constants(L, k, gamma, eps1, eps2).d

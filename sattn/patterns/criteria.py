@@ -18,7 +18,7 @@ when ``eps2`` is tiny and ``L`` is large. It works in row blocks (:func:`check_r
 caller can check an ``L x L`` logit matrix without holding it in memory. An explicit-ratio
 reference, :func:`check_approximation_explicit`, implements (6)-(7) literally for tests.
 
-The book explains all of this in Chapter 3, "What it means to approximate".
+The book explains all of this in :ref:`ch-approximation`.
 """
 
 from __future__ import annotations
@@ -196,8 +196,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
 
     References
     ----------
-    Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in Chapter 3
-    of the book ("What it means to approximate").
+    Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in :ref:`ch-approximation` (:prf:ref:`apx-prop-log`).
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
     G = as_float_array("G_block", G_block, finite=False)
@@ -288,7 +287,7 @@ def merge_reports(reports) -> ApproximationReport:
 
     References
     ----------
-    Chapter 3 of the book.
+    :ref:`ch-approximation`.
     """
     reports = list(reports)
     if not reports:
@@ -346,7 +345,7 @@ def check_approximation(G, A, eps1, eps2, *, causal: bool = False,
     References
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021) (equation numbers of arXiv:2106.03764; exact
-    form reconstructed in the book); log-domain form: Chapter 3 of the book.
+    form reconstructed in the book); log-domain form: :prf:ref:`apx-prop-log`.
     """
     G = as_matrix("G", G, square=True, finite=False)
     block_rows = check_int("block_rows", block_rows, low=1)
@@ -395,7 +394,7 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
 
     References
     ----------
-    Criteria (6)-(7) of Likhosherstov et al. (2021); Chapter 3 of the book.
+    Criteria (6)-(7) of Likhosherstov et al. (2021); :ref:`ch-approximation`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
     M = as_matrix("M", M, square=True)

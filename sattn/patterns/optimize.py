@@ -1,6 +1,6 @@
 """Low-width logits that meet criteria (6)-(7), found by optimization or written down explicitly.
 
-The construction of Theorem 1 (:mod:`sattn.construction`) is one way to find an input ``X`` for
+The construction of Theorem 1 (:mod:`sattn.patterns.construction`) is one way to find an input ``X`` for
 the fixed weights ``W_Q = [I_d; 0]``, ``W_K = [0; I_d]``. With those weights the logits are
 ``G = Q K^T`` for the two halves ``X = [Q, K]``, so *any* pair ``Q, K`` in ``R^{L x d}`` whose
 product meets criteria (6)-(7) is an input of the same module. This module looks for such pairs
@@ -8,12 +8,12 @@ directly, to ask how far the random construction is from the smallest width that
 
 * :func:`optimize_logits` minimizes a squared-hinge loss on the log-domain margins of (6)-(7)
   over ``Q`` and ``K`` with L-BFGS, from a few seeded starts, and verifies the result with
-  :func:`sattn.criteria.check_approximation`;
+  :func:`sattn.check_approximation`;
 * :func:`moment_curve_logits` writes down logits of width ``2k + 1`` for every target with at most
   ``k`` nonzeros per row, whatever ``L``, ``eps1`` and ``eps2`` (a polynomial construction on the
   moment curve), at the price of entries that grow with ``L``;
 * :func:`smallest_width` bisects over ``d`` for any such method (including
-  :func:`sattn.construction.approximate`).
+  :func:`sattn.approximate`).
 
 A success of any of these methods proves that width ``d`` suffices for the given target: each of
 them gives an upper bound on the true smallest width. A failure of the optimizer proves nothing.
@@ -51,12 +51,12 @@ class OptimizedLogits(Result):
     ----------
     ok : bool
         ``report.ok``: the logits ``Q K^T`` meet (6)-(7), as checked by
-        :func:`sattn.criteria.check_approximation` (independently of the loss that was minimized).
+        :func:`sattn.check_approximation` (independently of the loss that was minimized).
     d : int
         Width (number of columns of ``Q`` and ``K``).
     Q, K : numpy.ndarray, shape (L, d)
         The halves of the input ``X = [Q, K]`` for the fixed weights of
-        :func:`sattn.construction.fixed_weights`; from the successful start, or from the start
+        :func:`sattn.fixed_weights`; from the successful start, or from the start
         whose report came closest (largest ``min(margin6, margin7)``) when all failed.
     report : ApproximationReport
         Criteria (6)-(7) checked on ``Q K^T``.
@@ -157,9 +157,9 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     ``margin``, with L-BFGS (``scipy.optimize.minimize``). The first start is the best rank-``d``
     approximation of the construction's logit target ``B`` (eq. 8), split as
     ``Q = U_d S_d^{1/2}``, ``K = V_d S_d^{1/2}``; the others are Gaussian with the same scale. It
-    stops at the first start whose product passes :func:`sattn.criteria.check_approximation` (an
+    stops at the first start whose product passes :func:`sattn.check_approximation` (an
     independent check of the untightened criteria). ``X = [Q, K]`` is then an input of the
-    self-attention module with the fixed weights of :func:`sattn.construction.fixed_weights` ``(d)``.
+    self-attention module with the fixed weights of :func:`sattn.fixed_weights` ``(d)``.
 
     Parameters
     ----------
@@ -272,7 +272,7 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     OptimizedLogits
         With ``d = 2k + 1`` (independent of ``L``; it exceeds ``L`` only for tiny targets) and
         ``method = "moment-curve"``; ``ok`` is the verdict of
-        :func:`sattn.criteria.check_approximation`, which in floating point can fail for large ``L`` or
+        :func:`sattn.check_approximation`, which in floating point can fail for large ``L`` or
         ``k`` because the coefficients grow (the report says by how much).
 
     Raises

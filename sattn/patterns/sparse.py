@@ -19,7 +19,7 @@ The validators accept dense arrays and ``scipy.sparse`` matrices (useful at larg
 ``L**2`` positions. Structured patterns (:func:`band_pattern`, :func:`strided_pattern`,
 :func:`block_pattern`, :func:`permutation_pattern`) give the shapes seen in practice.
 
-The book explains all of this in Chapter 2, "Sparse, bounded-variation patterns".
+The book explains all of this in :ref:`ch-sparse-patterns`.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def check_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
     References
     ----------
     The k-nonzero-bounded class of Likhosherstov et al. (2021), Section 3 (Theorem 1's hypothesis);
-    Chapter 2 of the book ("Sparse, bounded-variation patterns").
+    :ref:`ch-sparse-patterns`.
     """
     k = check_int("k", k, low=1)
     (L, _), rows, cols, _ = _entries(name, A)
@@ -242,7 +242,7 @@ def check_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e
     References
     ----------
     The gamma-variation-bounded class of Likhosherstov et al. (2021), Section 3 (Theorem 1's
-    hypothesis; the formula is reconstructed in the book); Chapter 2 of the book.
+    hypothesis; the formula is reconstructed in the book); :ref:`ch-sparse-patterns`.
     """
     gamma = check_real("gamma", gamma, low=1.0)
     rtol = check_real("rtol", rtol, low=0.0)
@@ -295,7 +295,7 @@ def check_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> Patter
     References
     ----------
     Right-stochastic matrices, Section 2 of Likhosherstov et al. (2021) (every SAM is one);
-    Chapter 2 of the book.
+    :ref:`ch-sparse-patterns`.
     """
     atol = check_real("atol", atol, low=0.0)
     (L, _), rows, cols, vals = _entries(name, A)
@@ -338,7 +338,7 @@ def check_lower_triangular(A, *, name: str = "A") -> PatternReport:
 
     References
     ----------
-    Causal self-attention matrices (spec Section 6; Chapter 6 of the book, "The causal extension").
+    Causal self-attention matrices (spec Section 6; :ref:`ch-causal`).
     """
     _, rows, cols, vals = _entries(name, A)
     above = np.flatnonzero(cols > rows)
@@ -427,7 +427,7 @@ def pattern_parameters(A, *, name: str = "A") -> tuple[int, float]:
 
     References
     ----------
-    Chapter 2 of the book.
+    :ref:`ch-sparse-patterns`.
     """
     (L, _), rows, cols, vals = _entries(name, A)
     if vals.size and vals.min() < 0:
@@ -506,7 +506,7 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     References
     ----------
     The sampler of the experiments of Likhosherstov et al. (2021), Section 4 (spec Section 8.1);
-    Chapter 2 of the book ("Sparse, bounded-variation patterns").
+    :ref:`ch-sparse-patterns`.
     """
     L, k, gamma = _check_sampler_args(L, k, gamma)
     rng = check_rng("rng", rng)
@@ -622,7 +622,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     References
     ----------
     Local attention, one of the sparse patterns motivating Likhosherstov et al. (2021);
-    Chapter 2 of the book.
+    :ref:`ch-sparse-patterns`.
     """
     L = check_int("L", L, low=1)
     width = check_int("width", width, low=0, high=L - 1)
@@ -668,7 +668,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     References
     ----------
     Strided attention (Child et al., Sparse Transformers), a sparse pattern of the kind covered by
-    Theorem 1 of Likhosherstov et al. (2021); Chapter 2 of the book.
+    Theorem 1 of Likhosherstov et al. (2021); :ref:`ch-sparse-patterns`.
     """
     L = check_int("L", L, low=1)
     stride = check_int("stride", stride, low=1)
@@ -718,7 +718,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
 
     References
     ----------
-    Block-local attention; Chapter 2 of the book.
+    Block-local attention; :ref:`ch-sparse-patterns`.
     """
     L = check_int("L", L, low=1)
     block = check_int("block", block, low=1, high=L)
@@ -758,7 +758,7 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
 
     References
     ----------
-    Chapter 2 of the book.
+    :ref:`ch-sparse-patterns`.
     """
     L = check_int("L", L, low=1)
     rng = check_rng("rng", rng)

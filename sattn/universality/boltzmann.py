@@ -31,8 +31,7 @@ def boltzmann(a, *, axis: int = -1) -> np.ndarray | float:
 
     References
     ----------
-    The Boltzmann operator of Kajitsuka & Sato (2024), Section 3.4; Chapter "Softmax and the
-    Boltzmann operator".
+    The Boltzmann operator of Kajitsuka & Sato (2024), Section 3.4; :ref:`ch-boltzmann`.
     """
     a = as_float_array("a", a)
     if a.ndim == 0 or a.shape[axis] == 0:
@@ -59,7 +58,7 @@ def boltzmann_mp(a, *, dps: int = 50):
 
     References
     ----------
-    As :func:`boltzmann`; Chapter "Softmax and the Boltzmann operator".
+    As :func:`boltzmann`; :ref:`ch-boltzmann`.
     """
     dps = check_int("dps", dps, low=15)
     with mpmath.workdps(dps):
@@ -87,8 +86,7 @@ def boltzmann_average(a, t) -> np.ndarray | float:
 
     References
     ----------
-    Property P3 (temperature monotonicity) of the Boltzmann operator; Chapter "Softmax and the
-    Boltzmann operator".
+    Property P3 (temperature monotonicity) of the Boltzmann operator; :ref:`ch-boltzmann`.
     """
     a = as_vector("a", a)
     t = as_float_array("t", t)

@@ -79,7 +79,7 @@ def vocabulary(X) -> frozenset:
 
     References
     ----------
-    Section 3.1 of Kajitsuka & Sato (2024); Chapter "Contextual mappings and separated inputs".
+    Section 3.1 of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings`.
     """
     X = as_float_array("X", X, ndim=2)
     return frozenset(_key(X[:, k]) for k in range(X.shape[1]))
@@ -144,7 +144,7 @@ def tokenwise_separation(Xs) -> SeparationReport:
     References
     ----------
     Definition 1 (tokenwise separatedness) of Kajitsuka & Sato (2024), after Yun et al. (2020);
-    Chapter "Contextual mappings and separated inputs".
+    :ref:`ch-contextual-mappings`.
     """
     Xs = as_sequences("Xs", Xs)
     norms = np.array([np.linalg.norm(X, axis=0) for X in Xs])  # (N, n)
@@ -205,7 +205,7 @@ def check_separated(Xs, *, r_min: float | None = None, r_max: float | None = Non
 
     References
     ----------
-    Definition 1 of Kajitsuka & Sato (2024); Chapter "Contextual mappings and separated inputs".
+    Definition 1 of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings`.
     """
     rep = tokenwise_separation(Xs)
     if not allow_duplicates and rep.duplicates:
@@ -348,7 +348,7 @@ def contextual_mapping_report(Xs, outputs, *, r: float | None = None,
     References
     ----------
     Definition 2 ((r, delta)-contextual mapping) of Kajitsuka & Sato (2024), after Kim et al.
-    (2023); Chapter "Contextual mappings and separated inputs".
+    (2023); :ref:`ch-contextual-mappings`.
     """
     Xs = as_sequences("Xs", Xs)
     Ys = as_sequences("outputs", outputs, n=Xs[0].shape[1])

@@ -42,7 +42,7 @@ def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
     References
     ----------
     Theorem 1 of Kajitsuka & Sato (2024) (the example here is the book's own, not the paper's);
-    Chapter "Hardmax attention is not enough".
+    :ref:`ch-hardmax`.
     """
     d = check_int("d", d, low=1)
     out = []
@@ -118,7 +118,7 @@ def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_hea
 
     References
     ----------
-    Theorem 1 of Kajitsuka & Sato (2024); Chapter "Hardmax attention is not enough".
+    Theorem 1 of Kajitsuka & Sato (2024); :ref:`ch-hardmax`.
     """
     rng = check_rng("rng", rng)
     trials = check_int("trials", trials, low=1)

@@ -79,8 +79,7 @@ def check_consistent_labels(Xs, Ys) -> int:
 
     References
     ----------
-    Theorem 3 of Kajitsuka & Sato (2024) (consistency assumption); Chapter "Memorization with
-    one layer".
+    Theorem 3 of Kajitsuka & Sato (2024) (consistency assumption); :ref:`ch-memorization`.
     """
     Xs = as_sequences("Xs", Xs)
     Ys = _labels(Xs, Ys)
@@ -140,7 +139,7 @@ def interpolating_ffn(ids, targets, rng, *, max_draws: int = 100) -> tuple[FeedF
     References
     ----------
     Proof of Theorem 3 of Kajitsuka & Sato (2024) (construction derived for the book);
-    Chapter "Memorization with one layer".
+    :ref:`ch-memorization`.
     """
     C = as_float_array("ids", ids, ndim=2)
     T = as_float_array("targets", targets, ndim=2)
@@ -309,7 +308,7 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     lam : "auto", "adaptive", "theorem" or float, default "auto"
         "auto" picks, among lambdas with a maximal logit of 0.25 to 4, the one whose context ids
         are best separated in float64 (no guarantee; the error is measured). "theorem" and
-        "adaptive" are as in :func:`~sattn.contextual.rank_one_contextual_mapping`; with them, ids usually collide
+        "adaptive" are as in :func:`~sattn.universality.rank_one.rank_one_contextual_mapping`; with them, ids usually collide
         in float64, which raises.
     s : int, default 1
         Head size.
@@ -328,7 +327,7 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     References
     ----------
     Theorem 3 of Kajitsuka & Sato (2024); construction of the FFN derived for this book
-    (Chapter "Memorization with one layer").
+    (:ref:`ch-memorization`).
     """
     Xs = as_sequences("Xs", Xs)
     rng = check_rng("rng", rng)
@@ -402,8 +401,7 @@ def memorize_with_positions(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[One
 
     References
     ----------
-    Theorem 4 of Kajitsuka & Sato (2024) (encoding derived for this book); Chapter
-    "Memorization with one layer".
+    Theorem 4 of Kajitsuka & Sato (2024) (encoding derived for this book); :ref:`ch-memorization`.
     """
     Xs = as_sequences("Xs", Xs)
     rng = check_rng("rng", rng)

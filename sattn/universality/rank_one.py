@@ -89,8 +89,7 @@ def projection_vector(P, rng, *, max_draws: int = 100) -> tuple[np.ndarray, Proj
 
     References
     ----------
-    Lemma 3 of Kajitsuka & Sato (2024) (from Park et al., 2021); Chapter "One layer suffices:
-    the rank-1 construction".
+    Lemma 3 of Kajitsuka & Sato (2024) (from Park et al., 2021); :ref:`ch-rank-one`.
     """
     P = as_float_array("P", P, ndim=2)
     rng = check_rng("rng", rng)
@@ -175,7 +174,7 @@ def theorem2_constants(n: int, vocabulary_size: int, d: int, eps: float, r_min: 
     References
     ----------
     Theorem 2 of Kajitsuka & Sato (2024); the constants are reconstructed for this book
-    (Chapter "One layer suffices: the rank-1 construction").
+    (:ref:`ch-rank-one`).
     """
     n = check_int("n", n, low=2)
     V = check_int("vocabulary_size", vocabulary_size, low=1)
@@ -208,7 +207,7 @@ def adaptive_lambda(projections, n: int) -> float:
 
     References
     ----------
-    Step 5 of the proof of Theorem 2 (book's version); Chapter "One layer suffices".
+    Step 5 of the proof of Theorem 2 (book's version); :ref:`ch-rank-one`.
     """
     a = as_vector("projections", projections)
     n = check_int("n", n, low=2)
@@ -257,7 +256,7 @@ class RankOneContextualMapping:
     vocab: list = field(default_factory=list, repr=False)
 
     def __call__(self, X) -> np.ndarray:
-        """The layer's output in float64 (through :func:`multihead_attention`)."""
+        """The layer's output in float64 (through :func:`~sattn.layers.multihead_attention`)."""
         X = as_float_array("X", X, ndim=2)
         return multihead_attention(X, [self.head])
 
@@ -374,8 +373,7 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
 
     References
     ----------
-    Theorem 2 of Kajitsuka & Sato (2024); constants reconstructed for this book (Chapter "One
-    layer suffices: the rank-1 construction").
+    Theorem 2 of Kajitsuka & Sato (2024); constants reconstructed for this book (:ref:`ch-rank-one`).
     """
     Xs = as_sequences("Xs", Xs)
     rng = check_rng("rng", rng)

@@ -39,7 +39,7 @@ def quantizer_ffn(K: int, *, ramp: float = 1e-3) -> FeedForward:
     References
     ----------
     Step 2 of the construction behind Proposition 1 of Kajitsuka & Sato (2024) (derived for the
-    book); Chapter "Universal approximation with one attention layer".
+    book); :ref:`ch-universal-approximation`.
     """
     K = check_int("K", K, low=1)
     ramp = check_real("ramp", ramp, low=0.0, high=1.0, low_open=True)
@@ -130,7 +130,7 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     2. ``F_SA`` is the rank-1 softmax attention (``v = 1``, ``lam = max_logit / K^2``,
        ``scale = 1 / (4K)``) applied to the quantised sequence.
     3. ``F_FF2`` interpolates the context ids to ``f`` at the cell centres
-       (:func:`interpolating_ffn`), over every multiset of cells (sequences with two tokens in
+       (:func:`~sattn.universality.memorize.interpolating_ffn`), over every multiset of cells (sequences with two tokens in
        one cell included; they are consistent because ``f`` is permutation-equivariant).
 
     Parameters
@@ -161,7 +161,7 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     References
     ----------
     Proposition 1 of Kajitsuka & Sato (2024) (construction details derived for the book);
-    Chapter "Universal approximation with one attention layer".
+    :ref:`ch-universal-approximation`.
     """
     n = check_int("n", n, low=2)
     K = check_int("K", K, low=1)
