@@ -53,7 +53,7 @@ book: $(STAMP) $(VENDOR)
 	@echo "The book is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
 test-package: $(STAMP)
-	$(BIN)/ruff check sattn tests tools benchmarks
+	$(BIN)/ruff check sattn tests tools
 	$(BIN)/python -m pytest tests/package -q -n 2
 
 test-notebooks: $(STAMP)

@@ -7,7 +7,7 @@
 
 ``reproduce`` is resumable: rerunning the same command after an interruption (Ctrl-C, a crash,
 ``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``.
-To run on a Dask cluster, call :func:`sattn.experiments.reproduce` inside
+To run on a Dask cluster, call :func:`sattn.reproduce` inside
 ``joblib.parallel_config(backend="dask")`` with a ``distributed.Client`` connected (joblib's Dask
 backend); the task code is the same.
 """
@@ -17,10 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .experiments.bench import main as bench_main
+from .experiments.protocol import reproduce
+from .experiments.setups import SETUPS, ExperimentError, get_profile
+from .experiments.store import StoreError
+
 
 def _reproduce(args) -> int:
-    from .experiments import reproduce
-
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
                     jobs=args.jobs, out=args.out, progress=not args.no_progress)
     if args.figure == "fig5":
@@ -33,19 +36,11 @@ def _reproduce(args) -> int:
 
 
 def _bench(args) -> int:
-    try:
-        from benchmarks.engines import main as bench_main
-    except ImportError as exc:
-        print("error: the benchmark harness lives in benchmarks/ at the repository root; run "
-              f"`python -m sattn bench` from there ({exc})", file=sys.stderr)
-        return 2
     return bench_main(quick=args.quick, out=args.out)
 
 
 def _setups(args) -> int:
-    from .experiments import SETUPS, _profile
-
-    prof = _profile(args.profile)      # ExperimentError (a clear message) for an unknown name
+    prof = get_profile(args.profile)      # ExperimentError (a clear message) for an unknown name
     print(f"{'name':16s} {'k':>2s} {'gamma':>5s} {'eps1':>5s} {'eps2':>5s}  "
           f"d grid start:stop:step ({prof.name})")
     for name, s in SETUPS.items():
@@ -75,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="fast vs reference engine; writes benchmarks/results.json")
     b.add_argument("--quick", action="store_true", help="small sizes only (a smoke test)")
-    b.add_argument("--out", default="benchmarks/results.json")
+    b.add_argument("--out", default="benchmarks/results.json",
+                   help="where to write the results (default: benchmarks/results.json under the "
+                        "working directory)")
     b.set_defaults(func=_bench)
 
     s = sub.add_parser("setups", help="list the twelve setups and their d grids")
@@ -85,8 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .experiments import ExperimentError, StoreError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

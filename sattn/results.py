@@ -1,17 +1,37 @@
 """The result protocol shared by every report of :mod:`sattn`, and the chapters' claim checker.
 
-Chapters print evidence and assert the claim in the same cell::
+Every report or result object of the package is a :class:`Result`: it has a boolean ``ok`` (did
+the claim it measures hold), a one-line ``message`` (the verdict with the measured numbers) and
+prints as that message. Chapters print evidence and assert the claim in the same cell::
 
     rep = sattn.check_approximation(G, A, eps1, eps2)
     print(rep)
-    sattn.check(rep.ok, "the SAM approximates A within (eps1, eps2)")
+    sattn.check(rep, "the SAM approximates A within (eps1, eps2)")
 
 so that executing a chapter fails when one of its claims fails.
 """
 
 from __future__ import annotations
 
-__all__ = ["ClaimFailed", "check"]
+import numpy as np
+
+__all__ = ["ClaimFailed", "Result", "check"]
+
+
+class Result:
+    """Base class of every report of :mod:`sattn`: ``ok``, a one-line ``message``, ``str``.
+
+    Subclasses (dataclasses) provide ``ok`` (a field or a property, a Python ``bool``) and
+    ``message`` (a field or a property: one line, no newline, saying the verdict and the numbers
+    behind it); ``str(result)`` is the message, so ``print(result)`` shows the evidence. (The base
+    class declares neither attribute itself, so that a subclass may make either one a dataclass
+    field.) A test checks every report class of the package against this protocol.
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class ClaimFailed(AssertionError):
@@ -24,8 +44,8 @@ def check(condition, claim: str) -> None:
     Parameters
     ----------
     condition : bool or object with an ``ok`` attribute
-        The verdict. A report object (anything with a boolean ``ok``) is accepted as is, and its
-        ``message`` is added to the error.
+        The verdict. A report object (anything with a boolean ``ok``, e.g. a :class:`Result`) is
+        accepted as is, and its ``message`` is added to the error.
     claim : str
         What must hold, in words, e.g. ``"every row satisfies criterion (7)"``.
 
@@ -43,12 +63,8 @@ def check(condition, claim: str) -> None:
     if hasattr(condition, "ok") and not isinstance(condition, bool):
         detail = getattr(condition, "message", "")
         condition = condition.ok
-    try:
-        import numpy as np
-        if isinstance(condition, np.bool_):
-            condition = bool(condition)
-    except ImportError:  # pragma: no cover - numpy is a dependency
-        pass
+    if isinstance(condition, np.bool_):
+        condition = bool(condition)
     if not isinstance(condition, bool):
         raise TypeError(f"check: condition for {claim!r} must be a bool (or a report with .ok), "
                         f"got {type(condition).__name__} {condition!r}")

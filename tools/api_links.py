@@ -1,7 +1,7 @@
 """Sphinx extension: ``{py:func}`sattn.approximate``` resolves to where the function is documented.
 
 The chapters use the package's flat public API (``sattn.approximate``), while the API page documents
-each object once, in the module that holds it (``sattn.construction.approximate``). For a Python
+each object once, in the module that holds it (``sattn.patterns.construction.approximate``). For a Python
 cross-reference that nothing else resolved and whose target is ``sattn.<name>`` with ``<name>`` in
 ``sattn.__all__``, this looks up the object's defining module and resolves the reference to its entry
 there. A name that is not public stays unresolved, so the ``-n -W`` build still fails on a typo or on

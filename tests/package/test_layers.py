@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from sattn.attention import (
+from sattn.layers import (
     AttentionHead,
     FeedForward,
     column_softmax,

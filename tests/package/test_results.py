@@ -1,9 +1,15 @@
-"""The claim checker the chapters use: it passes true claims and names the failed one."""
+"""The result protocol (every report has ``ok``, a one-line ``message``, ``str``) and the claim
+checker the chapters use: it passes true claims and names the failed one."""
+
+import importlib
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import sattn
+from sattn import Result
 
 
 class _Report:
@@ -33,3 +39,100 @@ def test_check_refuses_non_boolean_conditions(bad):
 def test_check_needs_a_claim():
     with pytest.raises(TypeError, match="non-empty string"):
         sattn.check(True, "  ")
+
+
+# --------------------------------------------------------------------------- the result protocol
+def _modules():
+    pkg = Path(sattn.__file__).resolve().parent
+    for path in sorted(pkg.rglob("*.py")):
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] != "__init__":
+            yield importlib.import_module(".".join(parts))
+
+
+#: Every report or result class of the package (a new one must be added here and to _instances).
+RESULT_CLASSES = {
+    "ApproximationReport", "Approximation", "OptimizedLogits", "WidthSearch", "PatternReport",
+    "SeparationReport", "ContextualReport", "HardmaxReport", "ProjectionReport",
+    "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
+}
+
+
+def _public_classes():
+    seen = {}
+    for mod in _modules():
+        for name in getattr(mod, "__all__", ()):
+            obj = getattr(mod, name)
+            if isinstance(obj, type) and obj.__module__ == mod.__name__:
+                seen[name] = obj
+    return seen
+
+
+def test_every_report_class_is_a_result():
+    classes = _public_classes()
+    results = {n for n, c in classes.items() if issubclass(c, Result) and c is not Result}
+    assert results == RESULT_CLASSES
+    looks_like_a_report = {n for n in classes
+                           if n != "Result" and re.search(r"(Report|Result|Outcome|Search)$", n)}
+    assert looks_like_a_report <= results, looks_like_a_report - results
+
+
+def _instances():
+    rng = np.random.default_rng(0)
+    A = sattn.sample_sparse(8, 2, 2.0, rng)
+    appr = sattn.approximate(A, 1.0, 0.5, 8, rng=np.random.default_rng(1))
+    X1 = np.array([[1.0, 0.0, 2.0], [0.0, 1.5, 0.0]])
+    X2 = np.array([[1.0, 2.0, -1.0], [0.0, 0.0, 1.0]])
+    labels = [np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)]
+    eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
+    return [
+        sattn.check_k_nonzero_bounded(A, 2),
+        sattn.check_k_nonzero_bounded(np.ones((3, 3)), 1),
+        sattn.check_approximation(appr.G, A, 1.0, 0.5),
+        appr,
+        sattn.moment_curve_logits(A, 1.0, 0.5),
+        sattn.smallest_width(lambda d: d >= 3, 1, 8),
+        sattn.smallest_width(lambda d: False, 1, 8),
+        sattn.tokenwise_separation([X1, X2]),
+        sattn.tokenwise_separation([np.array([[1.0, 1.0], [0.0, 0.0]])]),
+        sattn.contextual_mapping_report([X1, X2], [X1, X2], r=10.0, delta=1e-3),
+        sattn.check_hardmax_counterexample(rng, trials=10),
+        sattn.projection_vector(np.array([[1.0, 0.0], [0.0, 1.5], [2.0, 0.0], [-1.0, 1.0]]), rng)[1],
+        sattn.memorize([X1, X2], labels, np.random.default_rng(2))[1],
+        sattn.two_layer_approximation(lambda U: U ** 2, 2, 3, rng, samples=50)[1],
+        eng.draw(40, sattn.draw_generator(0, (0,))),
+        eng.level(40, 5, 0, (1,)),
+    ]
+
+
+def test_every_result_has_ok_a_one_line_message_and_prints_it():
+    instances = _instances()
+    assert {type(r).__name__ for r in instances} == RESULT_CLASSES
+    for r in instances:
+        name = type(r).__name__
+        assert isinstance(r, Result), name
+        assert type(r.ok) is bool, (name, type(r.ok))
+        assert isinstance(r.message, str) and r.message.strip(), name
+        assert "\n" not in r.message, (name, r.message)
+        assert str(r) == r.message, name
+        if r.ok:
+            sattn.check(r, f"{name} passes check")
+        else:
+            with pytest.raises(sattn.ClaimFailed, match=re.escape(r.message)):
+                sattn.check(r, f"{name} fails check")
+    assert {r.ok for r in instances} == {True, False}      # both verdicts are exercised
+
+
+def test_deprecated_aliases_are_read_only_and_equal_ok():
+    """Kept for the chapters until they use ``ok``: LevelResult.success, OptimizedLogits.success,
+    ContextualReport.holds."""
+    rng = np.random.default_rng(0)
+    A = sattn.sample_sparse(8, 2, 2.0, rng)
+    X1 = np.array([[1.0, 0.0, 2.0], [0.0, 1.5, 0.0]])
+    eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
+    for obj, alias in [(eng.level(40, 3, 0, (1,)), "success"),
+                       (sattn.moment_curve_logits(A, 1.0, 0.5), "success"),
+                       (sattn.contextual_mapping_report([X1], [X1], r=10.0), "holds")]:
+        assert getattr(obj, alias) is obj.ok
+        with pytest.raises(AttributeError):
+            setattr(obj, alias, not obj.ok)

@@ -216,7 +216,7 @@ def test_interactive_figures_respond(visits, name):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_live_cells_are_marked(visits, name):
-    """A figure that needs a kernel (an Output widget, e.g. sattn.widgets.live_explorer) must be in
+    """A figure that needs a kernel (an Output widget, e.g. sattn.live_explorer) must be in
     a cell tagged ``live``: the page then says so and ``make live`` recomputes it."""
     figs = _visit(visits, name).report["figures"]
     unmarked = [f for f in figs if f["kernelOutput"] and not f["live"]]

@@ -1,0 +1,16 @@
+"""The d_min experiments of Part I (:ref:`ch-experiments`), above the mathematics.
+
+Modules, in the order in which they may import each other:
+
+* :mod:`~sattn.experiments.target`: a target's support and logits in row form, and the generator
+  of one draw;
+* :mod:`~sattn.experiments.engine`: the fast engine, one draw in named stages;
+* :mod:`~sattn.experiments.setups`: setups, profiles and tasks (what to compute);
+* :mod:`~sattn.experiments.store`: the resumable store of task results and manifests;
+* :mod:`~sattn.experiments.reference`: the literal Algorithm 1, which the fast engine is tested
+  against;
+* :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
+* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
+
+Chapters import every public name from :mod:`sattn` itself.
+"""

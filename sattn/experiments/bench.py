@@ -1,0 +1,253 @@
+"""Fast vs reference engine for the d_min experiments (``python -m sattn bench``, :ref:`ch-experiments`).
+
+Workload (identical for both engines): one target ``A`` per length (the paper's sampler), the
+per-target set-up, then the same number of draws (200) at a fixed width ``d`` just below the
+target's d_min, every draw decided in full (no early stop on success).
+
+* reference: ``logit_target`` + full SVD (``factorize(..., "svd")``), then per draw a QR Stiefel
+  matrix, ``X`` (eqs. 13, 15), the full ``L x L`` logit matrix and criteria (6)-(7)
+  (:func:`sattn.experiments.reference.reference_draw`);
+* fast: :class:`sattn.experiments.engine.FastEngine` (no ``L x L`` array, no SVD/QR, partial
+  draws, row blocks, float32 screening with float64 confirmation).
+
+Also measured: the "floor" of one draw (one ``L x d`` float32 Gaussian matrix plus one float32
+block GEMM of ``first_block x d x L``; its mean cost, timed ``FLOOR_REPS`` times after every chunk
+of draws so that it sees the same machine as they do) and the peak resident memory of the fast engine at
+``L = 3072`` and ``L = 32768`` (fresh subprocesses, ``VmHWM`` of ``/proc/self/status``). Ratios
+are measured within one run, and the two engines' draws are timed in alternating chunks of
+``CHUNK`` draws, so that both see the same machine: on a shared virtual machine the speed drifts
+by 20% or more over the minute the reference takes, which made the ratio of two back-to-back
+timings swing between runs. ``speedup_at_floor`` is the speed-up an engine whose every draw cost
+exactly the floor would reach on the same workload: it shows how much of a speed-up target the
+floor itself leaves room for. Results: ``benchmarks/results.json`` (relative to the working
+directory; ``--out`` to change).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..patterns.construction import factorize, fixed_weights, logit_target
+from ..patterns.sparse import sample_sparse
+from .engine import FastEngine
+from .reference import reference_draw
+from .setups import SETUPS
+from .store import _versions
+from .target import draw_generator
+
+__all__ = ["compare", "main", "peak_memory"]
+
+SETUP = "k2-g2-e7-0.5"
+ROOT = 777
+CHUNK = 10      # draws per engine between switches (the reference's draws in the same order)
+FLOOR_REPS = 4  # floor operations timed after each chunk
+
+
+class _FloorTimer:
+    """Times the floor (one ``L x d`` float32 Gaussian matrix, one float32 block GEMM) a few
+    times after each chunk of draws, so that it is measured under the same conditions as the
+    draws; ``means()`` returns the mean seconds of each operation."""
+
+    def __init__(self, L, d, block_rows):
+        self.rng = np.random.default_rng(2)
+        self.shape = (L, d)
+        self.Z = self.rng.standard_normal((L, d), dtype=np.float32)
+        self.U = self.rng.standard_normal((block_rows, d), dtype=np.float32)
+        self.gauss = self.gemm = 0.0
+        self.n = 0
+
+    def measure(self, reps):
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            self.rng.standard_normal(self.shape, dtype=np.float32)
+            t1 = time.perf_counter()
+            self.U @ self.Z.T
+            t2 = time.perf_counter()
+            self.gauss += t1 - t0
+            self.gemm += t2 - t1
+            self.n += 1
+
+    def means(self):
+        return self.gauss / self.n, self.gemm / self.n
+
+
+def _estimate_dmin(eng, L, draws=64, step=4):
+    """Bisection estimate of d_min: the smallest width found to succeed, to within ``step``
+    (cheap: ``draws`` draws per width). :func:`compare` subtracts 8 to get a width just below."""
+    lo, hi = 2, L
+    while hi - lo > step:
+        mid = (lo + hi) // 2
+        if eng.level(mid, draws, ROOT, (mid,)).ok:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def compare(L, n_draws=200, *, d=None):
+    """Time reference and fast engines on the same workload at length ``L``.
+
+    Returns
+    -------
+    dict
+        Set-up and draw times of both engines, the floor, the speed-ups (see the module docs).
+    """
+    s = SETUPS[SETUP]
+    A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L))
+    eng = FastEngine(A, s.eps1, s.eps2)
+    if d is None:
+        # a width just below d_min: bisection estimate with 64 draws per width, minus 8
+        d = max(1, _estimate_dmin(eng, L) - 8)
+
+    # set-ups, then the same n_draws for both engines, timed in alternating chunks
+    t0 = time.perf_counter()
+    B = logit_target(A, s.eps1, s.eps2)
+    factors = factorize(B, "svd")
+    weights = fixed_weights(d)
+    t_ref_setup = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    eng = FastEngine(A, s.eps1, s.eps2)
+    t_fast_setup = time.perf_counter() - t0
+
+    rng = np.random.default_rng(1)
+    ok_ref, ok_fast, stages, stage_s = 0, 0, {}, {}
+    t_ref_draws = t_fast_draws = 0.0
+    floor_timer = _FloorTimer(L, d, eng.first_block)
+    for start in range(0, n_draws, CHUNK):
+        chunk = range(start, min(start + CHUNK, n_draws))
+        t0 = time.perf_counter()
+        for _ in chunk:
+            ok_ref += reference_draw(A, s.eps1, s.eps2, factors, weights, rng)
+        t_ref_draws += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in chunk:
+            t1 = time.perf_counter()
+            out = eng.draw(d, draw_generator(ROOT, (L, d, i)))
+            stage_s[out.stage] = stage_s.get(out.stage, 0.0) + time.perf_counter() - t1
+            ok_fast += out.ok
+            stages[out.stage] = stages.get(out.stage, 0) + 1
+        t_fast_draws += time.perf_counter() - t0
+        floor_timer.measure(FLOOR_REPS)
+
+    t_gauss, t_gemm = floor_timer.means()
+    floor = t_gauss + t_gemm
+
+    # far below d_min (a third of the width), as the experiment meets it: one level of draws,
+    # which starts with the small partial set
+    d_far = max(2, d // 3)
+    t0 = time.perf_counter()
+    far = eng.level(d_far, n_draws, ROOT, (L, 1))
+    t_far = (time.perf_counter() - t0) / far.draws
+    far_timer = _FloorTimer(L, d_far, eng.first_block)
+    far_timer.measure(20)
+    far_floor = sum(far_timer.means())
+    ref_total = t_ref_setup + t_ref_draws
+    fast_total = t_fast_setup + t_fast_draws
+    return {
+        "L": L, "d": d, "setup": SETUP, "draws": n_draws,
+        "reference": {"setup_s": t_ref_setup, "draws_s": t_ref_draws, "total_s": ref_total,
+                      "successes": int(ok_ref)},
+        "fast": {"setup_s": t_fast_setup, "draws_s": t_fast_draws, "total_s": fast_total,
+                 "successes": int(ok_fast), "stages": stages,
+                 "per_draw_s": t_fast_draws / n_draws,
+                 "per_draw_by_stage_s": {k: v / stages[k] for k, v in stage_s.items()}},
+        "floor": {"gaussian_s": t_gauss, "block_gemm_s": t_gemm, "per_draw_s": floor,
+                  "block_rows": eng.first_block},
+        "speedup": ref_total / fast_total,
+        "speedup_draws_only": t_ref_draws / t_fast_draws,
+        "fast_per_draw_over_floor": (t_fast_draws / n_draws) / floor,
+        # what an engine whose every draw cost exactly the floor would reach on this workload
+        "speedup_at_floor": ref_total / (t_fast_setup + n_draws * floor),
+        "far_below": {"d": d_far, "draws": far.draws, "successes": int(far.ok),
+                      "stage1_rejects": far.stage1_rejects, "per_draw_s": t_far,
+                      "floor_s": far_floor, "per_draw_over_floor": t_far / far_floor},
+    }
+
+
+def _memory_probe(L, d, n, setup) -> dict:
+    """Sample A (sparse), build the engine and complete ``n`` full draws at width ``d``; report
+    the time per draw and the peak resident memory of this process (run in a fresh process)."""
+    threadpool_limits(1)
+    s = SETUPS[setup]
+    A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L), as_csr=True)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    t = time.perf_counter()
+    stages = {}
+    for i in range(n):
+        out = eng.draw(d, draw_generator(1, (i,)), complete=True)   # always the whole draw
+        stages[out.stage] = stages.get(out.stage, 0) + 1
+    dt = (time.perf_counter() - t) / n
+    # VmHWM: peak resident set of this process image (ru_maxrss would include the parent's peak,
+    # which Linux carries over through fork + exec)
+    with open("/proc/self/status") as f:
+        hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+    return {"L": L, "d": d, "draws": n, "per_draw_s": dt, "stages": stages,
+            "peak_rss_MB": hwm / 1024}
+
+
+def peak_memory(L, d, n=3):
+    """Peak RSS (MB) of a fresh process that samples A (sparse), builds the engine and completes
+    ``n`` full draws at width ``d`` (``complete=True`` also materialises the whole ``L x d``)."""
+    res = subprocess.run([sys.executable, "-m", __spec__.name, "--memory-probe", str(L), str(d), str(n),
+                          SETUP], capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main(quick=False, out="benchmarks/results.json") -> int:
+    """Run the benchmark (``quick``: small sizes only) and write its results to ``out``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
+    t0 = time.perf_counter()
+    results = {"versions": _versions(), "machine": platform.processor() or platform.machine(),
+               "quick": bool(quick), "setup": SETUP, "comparisons": [], "memory": []}
+    with threadpool_limits(1, user_api="blas"):
+        for L in ([256] if quick else [512, 2048]):
+            r = compare(L, n_draws=20 if quick else 200)
+            results["comparisons"].append(r)
+            print(f"L={L:5d} d={r['d']:4d}: reference {r['reference']['total_s']:.2f} s, "
+                  f"fast {r['fast']['total_s']:.3f} s, speedup {r['speedup']:.1f}x "
+                  f"(draws only {r['speedup_draws_only']:.1f}x); fast per draw "
+                  f"{1e3 * r['fast']['per_draw_s']:.2f} ms = "
+                  f"{r['fast_per_draw_over_floor']:.2f} x floor "
+                  f"({1e3 * r['floor']['per_draw_s']:.2f} ms); an engine at the floor would reach "
+                  f"{r['speedup_at_floor']:.1f}x; at d = {r['far_below']['d']} (far below "
+                  f"d_min) {r['far_below']['per_draw_over_floor']:.2f} x floor", flush=True)
+    for L, d in ([(3072, 128)] if quick else [(3072, 128), (32768, 256)]):
+        m = peak_memory(L, d)
+        results["memory"].append(m)
+        print(f"L={L:6d} d={d}: peak RSS {m['peak_rss_MB']:.0f} MB, "
+              f"{1e3 * m['per_draw_s']:.1f} ms per complete draw", flush=True)
+    results["targets"] = {
+        "speedup_512>=20": next((c["speedup"] >= 20 for c in results["comparisons"]
+                                 if c["L"] == 512), None),
+        "speedup_2048>=50": next((c["speedup"] >= 50 for c in results["comparisons"]
+                                  if c["L"] == 2048), None),
+        "per_draw_within_3x_floor": all(c["fast_per_draw_over_floor"] <= 3
+                                        for c in results["comparisons"]),
+        "peak_memory_under_2GB": all(m["peak_rss_MB"] < 2048 for m in results["memory"]),
+    }
+    results["wall_s"] = time.perf_counter() - t0
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    print(f"targets: {results['targets']}; wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--memory-probe"]:   # the fresh process of peak_memory
+        L_, d_, n_, setup_ = sys.argv[2:6]
+        print(json.dumps(_memory_probe(int(L_), int(d_), int(n_), setup_)))
+    else:
+        sys.exit(main(quick="--quick" in sys.argv))

@@ -1,0 +1,654 @@
+"""A fast engine for the d_min experiments: one Stiefel draw of Algorithm 1, decided cheaply.
+
+The construction of Theorem 1 (:ref:`ch-construction`) accepts a draw when the logits
+
+    G = (L/d) B Y Y^T,        Y uniform on the Stiefel manifold {Y : Y^T Y = I_d},
+
+satisfy criteria (6)-(7) in every row (log-domain form, :prf:ref:`apx-prop-log`). The reference route of the
+paper (SVD of B, full ``L x L`` attention matrix, explicit ratio checks) costs ``O(L^3)`` per
+target and ``O(L^2 d)`` per draw with ``L x L`` arrays. This module makes *the same decision*
+without any ``L x L`` array and without an SVD or a QR factorization:
+
+1. **SVD-free.** ``G = (L/d) B Y Y^T`` depends on ``Y`` only through the projector ``Y Y^T``, and
+   for a Gaussian ``Z`` (``L x d``) the projector onto its column span is
+   ``Z C^{-1} Z^T`` with ``C = Z^T Z``. So ``G = (L/d) (B Z) C^{-1} Z^T``; ``B`` is sparse
+   (``k`` nonzeros per row), so ``B Z`` costs ``O(L k d)``.
+2. **Partial draws (stage 1).** Split the rows of ``Z`` into a set ``J`` (the supports of rows
+   taken in a fixed random order until a given fraction of the columns is covered) and the rest.
+   The Gram matrix of the rest, ``W = R_W^T R_W``, is Wishart and is sampled directly from its
+   Bartlett factor (``d^2/2`` numbers instead of ``(L - |J|) d``), so ``C = Z_J^T Z_J + W`` and
+   the *support* logits of every row whose support lies in ``J`` are exact. The rows with the
+   lowest support margins (computed in double precision, so that the choice, which decides what
+   is drawn next, does not depend on the machine's single-precision rounding) are the
+   candidates; their exact logits on ``J`` come next, and if none of them violates (6) or (7)
+   there, their logits on *all* other columns follow from a thin Haar factor: the rest of ``Z``
+   is ``Q R_W`` with ``Q`` Haar and independent of ``R_W``, so for the candidates' vectors
+   ``R_W u_l = O [K; 0]`` (a QR factorization, ``O`` orthogonal) the logits are ``Q P K`` with
+   ``P`` the first ``r`` columns of ``O``, and ``Q P`` is itself Haar: ``T R_T^{-1}`` for a
+   Gaussian ``T`` (``(L - |J|) x r``, ``R_T`` its Cholesky factor). A violation ends the draw;
+   the rest of ``Z`` is never generated.
+3. **Completing the same draw (stage 2).** Otherwise the rest of ``Z`` is generated conditionally
+   on everything drawn so far: ``Z_rest = Qt O^T R_W`` with ``Qt`` the orthonormal factor of
+   ``Z' = [T, X]`` (``X`` fresh Gaussian). The first ``r`` columns of ``Qt`` are ``T R_T^{-1}``,
+   so ``Q = Qt O^T`` is Haar with ``Q P = T R_T^{-1}``, and ``Z_rest`` is exactly Gaussian with
+   Gram matrix ``W``. ``Qt`` is never formed: the logits against those columns are
+   ``(U M^T) Z'^T`` with ``M = R'^{-1} O^T R_W`` (``R'`` the Cholesky factor of ``Z'^T Z'``).
+4. **Early rejection by row blocks, riskiest rows first.** All rows are ranked by their support
+   margins (a low support logit is what typically breaks (7)): the rows with support in ``J``
+   keep their stage-1 scores, the others are scored in single precision. Then the rows are
+   checked in blocks of growing size; the first violating block ends the draw.
+5. **float32 screening, float64 confirmation.** Each block of logits is one float32 GEMM. By the
+   standard rounding-error bound for dot products (any summation order),
+   ``|fl(u.z) - u.z| <= gamma_{n} ||u|| ||z||`` with ``gamma_n = n u / (1 - n u)``, ``u = 2^-24``;
+   every margin is a difference of two logits, so a row whose float32 margin is below minus twice
+   that bound fails in exact arithmetic, one above it passes, and only rows inside the band are
+   recomputed in float64.
+
+Which numbers are drawn first (the set ``J``, the candidates) depends only on the target and on
+numbers already drawn, so it changes the cost of a draw and which draw a seed produces, never the
+law of the decision. :meth:`FastEngine.level` starts a width with a small ``J`` (far below
+``d_min`` nearly every row fails) and switches to the larger one once a draw survives stage 1.
+
+The distribution of the accepted/rejected decision is therefore that of Algorithm 1 with
+``method="direct"`` (and, by :prf:ref:`con-rem-svd-free`, of the SVD route); on a given full ``Z``
+the decision equals the reference decision on ``Y = qr(Z)`` (tests check both).
+
+References
+----------
+Theorem 1, Algorithm 1, Section 4 (experiments) of Likhosherstov, Choromanski & Weller (2021);
+Bartlett decomposition of the Wishart distribution; Higham, *Accuracy and Stability of Numerical
+Algorithms*, Sec. 3.1 (dot-product error bound). :ref:`ch-experiments`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+
+from .._validate import check_int, check_real, check_rng
+from ..results import Result
+from .target import SparseTarget, draw_generator, prepare_target
+
+__all__ = ["ENGINE_VERSION", "DrawOutcome", "FastEngine", "LevelResult"]
+
+#: Identifies how the fast engine turns a seed into a draw; part of every task's parameters, so
+#: results of another engine version are refused on resume instead of being mixed in.
+ENGINE_VERSION = "fast-2"
+
+_U32 = 2.0 ** -24
+
+
+def _cholesky_upper(C):
+    """Upper Cholesky factor ``R`` of a symmetric positive definite ``C = R^T R`` (LAPACK)."""
+    R, info = sla.lapack.dpotrf(C, lower=0, clean=1)
+    if info:
+        raise np.linalg.LinAlgError(f"Cholesky factorization failed (dpotrf info {info}): the "
+                                    "Gram matrix of the draw is not positive definite")
+    return R
+
+
+def _spd_inverse(C):
+    """Inverse of a symmetric positive definite matrix through its Cholesky factor (LAPACK)."""
+    Ci, info = sla.lapack.dpotri(_cholesky_upper(C), lower=0)   # upper triangle; lower is 0
+    if info:
+        raise np.linalg.LinAlgError(f"inverting the Gram matrix failed (dpotri info {info})")
+    return Ci + np.triu(Ci, 1).T
+
+
+def _solve_upper(R, B):
+    """``R^{-1} B`` for an upper triangular ``R`` (LAPACK ``trtrs``)."""
+    X, info = sla.lapack.dtrtrs(R, B, lower=0)
+    if info:
+        raise np.linalg.LinAlgError(f"triangular solve failed (dtrtrs info {info})")
+    return X
+
+
+@dataclass
+class DrawOutcome(Result):
+    """Decision on one draw and where it was taken.
+
+    ``stage`` is ``"stage1"`` (rejected from the partial draw), ``"screen"`` (decided by float32
+    screening), or ``"confirm"`` (float64 recomputation of borderline rows was needed).
+    ``rest_checked`` says whether stage 1 also checked its candidates against the columns outside
+    the partial set (through the thin Haar factor).
+    """
+
+    ok: bool
+    stage: str
+    rows_screened: int
+    borderline: int
+    worst_row: int | None
+    Z: np.ndarray | None = None   # the full Gaussian matrix of the draw (only if requested)
+    rest_checked: bool = False
+
+    @property
+    def message(self) -> str:
+        """One line: accepted or rejected, at which stage, and the rows it took."""
+        where = f"{self.stage}, {self.rows_screened} rows checked, {self.borderline} borderline"
+        if self.ok:
+            return f"draw accepted: every row meets (6)-(7) ({where})"
+        return f"draw rejected: row {self.worst_row} violates (6) or (7) ({where})"
+
+
+@dataclass
+class LevelResult(Result):
+    """Outcome of up to ``n_draws`` draws at one width ``d`` (stops at the first success).
+
+    ``ok`` says whether a draw succeeded (``success`` is its deprecated alias).
+    """
+
+    d: int
+    ok: bool
+    draws: int
+    stage1_rejects: int = 0
+    screen_rejects: int = 0
+    confirmations: int = 0
+    rows_screened: int = 0
+
+    @property
+    def success(self) -> bool:
+        """Deprecated alias of ``ok`` (kept until the chapters use ``ok``)."""
+        return self.ok
+
+    @property
+    def message(self) -> str:
+        """One line: the width, whether a draw succeeded, and how the draws were decided."""
+        verdict = (f"a draw succeeded at draw {self.draws}" if self.ok
+                   else f"no draw succeeded in {self.draws}")
+        return (f"d = {self.d}: {verdict} ({self.stage1_rejects} rejected in stage 1, "
+                f"{self.screen_rejects} by screening, {self.confirmations} confirmations)")
+
+
+@dataclass
+class _Draw:
+    """The numbers of one draw, as the stages of :meth:`FastEngine.draw` produce them."""
+
+    d: int
+    scale: float
+    P: dict                         # the partial set and its cached layout (FastEngine._partial)
+    ZJ: np.ndarray                  # rows J of Z (float64)
+    RW: np.ndarray | None           # Bartlett factor of the Gram matrix of the rest (None: J = all)
+    Cinv: np.ndarray                # C^{-1}, C = Z^T Z
+    r: int = 0                      # stage-1 candidates
+    score_vis: np.ndarray | None = None
+    T: np.ndarray | None = None     # thin Haar factor's Gaussian (n x r, float32)
+    qr_in: np.ndarray | None = None  # R_W u_l of the candidates (None: not checked outside J)
+    Zp: np.ndarray | None = None    # Z' = [T, X] (float32)
+    Zp64: np.ndarray | None = None
+    Mt: np.ndarray | None = None    # R'^{-1} O^T R_W
+    CinvMt: np.ndarray | None = None
+
+    @property
+    def rest_checked(self) -> bool:
+        return self.qr_in is not None
+
+
+@dataclass
+class FastEngine:
+    """Decide draws of Algorithm 1 for one target without ``L x L`` arrays (see module docs).
+
+    Parameters
+    ----------
+    A : array_like or scipy.sparse matrix, shape (L, L)
+        Target pattern.
+    eps1, eps2 : float
+        Tolerances of criteria (6)-(7).
+    partial_fraction : float, default 0.5
+        Stage 1 draws the rows of ``Z`` in a set ``J`` of about this fraction of the columns (the
+        supports of randomly chosen rows), ``0 < partial_fraction <= 1``.
+    probe_fraction : float, default 0.1
+        The smaller ``J`` that :meth:`level` uses until a draw survives stage 1 (far below
+        ``d_min`` almost every row fails, and a small partial draw is enough to see it).
+    candidates : int, default 32
+        Rows of the partial draw checked against *all* columns in stage 1 (the rows with the
+        lowest support margins, see ``FastEngine._risk_score``).
+    first_block : int, default 64
+        Rows of the first float32 block of stage 2; later blocks double, up to ``max_block``.
+    max_block : int, default 1024
+        Largest block; also capped so one block has at most ``2**23`` entries (32 MB).
+    use_float32 : bool, default True
+        Screen in float32 (with the rigorous error band); False computes blocks in float64.
+
+    References
+    ----------
+    Algorithm 1 of Likhosherstov et al. (2021); :ref:`ch-experiments`.
+    """
+
+    A: object
+    eps1: float
+    eps2: float
+    partial_fraction: float = 0.5
+    probe_fraction: float = 0.1
+    candidates: int = 32
+    first_block: int = 64
+    max_block: int = 1024
+    use_float32: bool = True
+    target: SparseTarget = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.target = prepare_target(self.A, self.eps1, self.eps2)
+        self.A = None  # do not keep a dense copy alive
+        t = self.target
+        self.L = t.L
+        self.partial_fraction = check_real("partial_fraction", self.partial_fraction, low=0.0,
+                                           high=1.0, low_open=True)
+        self.probe_fraction = check_real("probe_fraction", self.probe_fraction, low=0.0,
+                                         high=1.0, low_open=True)
+        self.candidates = check_int("candidates", self.candidates, low=0)
+        self.first_block = check_int("first_block", self.first_block, low=1)
+        self.max_block = check_int("max_block", self.max_block, low=1)
+        cap = max(1, (1 << 23) // t.L)
+        self._max_block = max(1, min(self.max_block, cap))
+        # partial sets J: supports of rows in one fixed random order until the target size
+        perm = np.random.default_rng(20210607).permutation(t.L)
+        _, first = np.unique(t.cols[perm].ravel(), return_index=True)
+        self._cover_perm = perm
+        self._cover_rows = np.sort(first // t.k_max)   # rows of perm needed to cover c columns
+        self._jsets = {}
+        self._partial_cache = {}
+        self._triu_cache = {}
+        self._work = {}
+
+    def _ws(self, name, shape, dtype=np.float64):
+        """A workspace array kept between draws (contents undefined). Reusing the large
+        temporaries of a draw, instead of allocating them afresh, avoids the page faults of
+        freshly mapped memory, which cost about a tenth of a draw's time on a virtual machine."""
+        a = self._work.get(name)
+        if a is None or a.shape != shape or a.dtype != dtype:
+            a = self._work[name] = np.empty(shape, dtype=dtype)
+        return a
+
+    def _triu(self, d):
+        """Indices of the strict upper triangle of a ``d x d`` matrix (cached)."""
+        iu = self._triu_cache.get(d)
+        if iu is None:
+            iu = self._triu_cache[d] = np.triu_indices(d, 1)
+        return iu
+
+    # ------------------------------------------------------------------ criteria on a block
+    def _row_margins(self, rows, gs, off):
+        """``min(margin (6), margin (7))`` of each row from its support logits ``gs`` (rows x
+        k_max, in the order of ``target.cols``) and its largest off-support logit ``off``."""
+        t = self.target
+        gs = np.asarray(gs, dtype=np.float64)
+        r = gs - t.logA[rows]
+        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
+        return np.minimum(m6, (gs.min(axis=1) - off) - t.log_inv_eps2)
+
+    def _split(self, rows, G, colpos):
+        """Support logits (float64) and largest off-support logit of each row of a logit block
+        ``G`` (rows x columns; ``colpos[c]`` is the position of column ``c`` in ``G``). Sets the
+        support entries of ``G`` to -inf."""
+        t = self.target
+        ar = np.arange(len(rows))[:, None]
+        p = colpos[t.cols[rows]]
+        gs = G[ar, p].astype(np.float64)
+        G[ar, p] = -np.inf
+        off = G.max(axis=1).astype(np.float64) if G.shape[1] else np.full(len(rows), -np.inf)
+        return gs, off
+
+    def _margins(self, rows, G, colpos):
+        """Row margins ``min(margin6, margin7)`` of a logit block ``G`` (see ``_split``)."""
+        return self._row_margins(rows, *self._split(rows, G, colpos))
+
+    def _risk_score(self, rows, U, Zs):
+        """Ranking score of rows from ``U`` (rows x d, rows of ``(L/d)(BZ)C^{-1}``) and their
+        support rows of ``Z`` (rows x k x d): the row margin with the largest off-support logit
+        taken as 0. Only the support logits vary much between rows, so low scores mark the rows
+        most likely to fail; the score orders work and is never a decision."""
+        return self._row_margins(rows, np.einsum("rd,rkd->rk", U, Zs), 0.0)
+
+    def _partial(self, d, fraction):
+        """The partial set ``J`` for width ``d`` and everything about it that does not depend on
+        the draw (cached).
+
+        ``J`` holds the supports of rows taken in a fixed random order until about
+        ``fraction * L`` columns are covered; ``J`` is chosen without looking at the draw, so
+        which rows of ``Z`` are drawn first changes the cost of a draw, never its law. If fewer
+        than ``d`` rows would be left for the Bartlett factor, ``J`` is all rows.
+        """
+        t = self.target
+        L = t.L
+        jset = self._jsets.get(fraction)
+        if jset is None:
+            jsize = min(L, max(1, int(round(fraction * L))))
+            take = int(self._cover_rows[min(jsize, self._cover_rows.size) - 1]) + 1
+            jset = self._jsets[fraction] = np.unique(t.cols[self._cover_perm[:take]].ravel())
+        full = L - jset.size < d
+        key = (jset.size, bool(full))
+        if key in self._partial_cache:
+            return self._partial_cache[key]
+        inJ = np.ones(L, dtype=bool)
+        if not full:
+            inJ[:] = False
+            inJ[jset] = True
+        J = np.flatnonzero(inJ)
+        rest = np.flatnonzero(~inJ)
+        colpos = np.empty(L, dtype=np.int64)
+        colpos[J] = np.arange(J.size)
+        colpos[rest] = J.size + np.arange(rest.size)
+        in_j = inJ[t.cols].all(axis=1)
+        vis, nonvis = np.flatnonzero(in_j), np.flatnonzero(~in_j)
+        info = dict(J=J, rest=rest, m=J.size, n=rest.size, colpos=colpos, vis=vis,
+                    vis_pos=colpos[t.cols[vis]], vis_b=t.bvals[vis], nonvis=nonvis,
+                    nonvis_pos=colpos[t.cols[nonvis]],
+                    nonvis_b32=t.bvals[nonvis].astype(np.float32))
+        self._partial_cache[key] = info
+        return info
+
+    # ------------------------------------------------------------------ one draw
+    def draw(self, d, rng, *, complete: bool = False, fraction: float | None = None
+             ) -> DrawOutcome:
+        """Decide one draw of Algorithm 1 at width ``d``.
+
+        The stages (see the module docs) are separate methods, called in this order; each draws
+        its random numbers from ``rng`` in a fixed order, so a seed always produces the same draw:
+
+        1. ``_partial_draw``: ``Z_J`` and the Bartlett factor ``R_W`` of the rest's Gram
+           matrix, ``C^{-1}``;
+        2. ``_stage1``: risk scores of the rows whose support lies in ``J`` and the exact
+           check of the riskiest ones (through the thin Haar factor for the columns outside
+           ``J``); a violation rejects the draw;
+        3. ``_complete``: the rest of ``Z``, conditionally on everything drawn so far;
+        4. ``_screen``: all rows in blocks, riskiest first, in float32 with a rigorous error
+           band; a violation rejects the draw;
+        5. ``_confirm``: float64 recomputation of the rows inside the band.
+
+        Parameters
+        ----------
+        d : int
+            Width, ``1 <= d <= L``.
+        rng : numpy.random.Generator
+            The draw's own generator (see :func:`~sattn.experiments.target.draw_generator`).
+        complete : bool, default False
+            Always generate the whole draw and return its Gaussian matrix ``Z`` (``L x d``,
+            float64) in the outcome, so that tests can rerun the reference on ``Y = qr(Z)``.
+        fraction : float, optional
+            Size of the partial set ``J`` as a fraction of ``L`` (default ``partial_fraction``).
+            It changes which numbers are drawn first, hence the cost and the particular draw a
+            seed produces, never the law of the decision.
+
+        Returns
+        -------
+        DrawOutcome
+
+        Raises
+        ------
+        ValueError, TypeError
+            ``d`` out of ``[1, L]``, ``fraction`` out of ``(0, 1]``, ``rng`` not a
+            :class:`numpy.random.Generator`, or ``d >= 1600`` with float32 screening.
+
+        References
+        ----------
+        Algorithm 1 of Likhosherstov et al. (2021), one iteration; :ref:`ch-experiments`.
+        """
+        d = check_int("d", d, low=1, high=self.L)
+        rng = check_rng("rng", rng)
+        fraction = self.partial_fraction if fraction is None else check_real(
+            "fraction", fraction, low=0.0, high=1.0, low_open=True)
+        dr = self._partial_draw(d, rng, self._partial(d, fraction))
+        fail = self._stage1(dr, rng)
+        if fail is not None and not complete:
+            return DrawOutcome(False, "stage1", dr.r, 0, fail, None, dr.rest_checked)
+        self._complete(dr, rng)
+        Zfull = self._full_z(dr) if complete else None
+        if fail is not None:
+            return DrawOutcome(False, "stage1", dr.r, 0, fail, Zfull, dr.rest_checked)
+        return self._screen(dr, Zfull)
+
+    def _partial_draw(self, d, rng, P) -> _Draw:
+        """Stage 1, the numbers: ``Z_J`` (Gaussian) and the Bartlett factor ``R_W`` of the Gram
+        matrix ``W`` of the rest of ``Z``, then ``C^{-1}`` with ``C = Z_J^T Z_J + R_W^T R_W``."""
+        m, n = P["m"], P["n"]
+        buf = self._ws("buf", (m + (d if n else 0), d))   # [Z_J; R_W]: C = buf^T buf
+        rng.standard_normal(out=buf[:m])
+        ZJ = buf[:m]
+        if n:
+            RW = buf[m:]
+            RW.fill(0.0)
+            iu = self._triu(d)
+            RW[iu] = rng.standard_normal(iu[0].size)
+            RW.flat[:: d + 1] = np.sqrt(rng.chisquare(n - np.arange(d)))
+        else:
+            RW = None
+        C = buf.T @ buf
+        return _Draw(d=d, scale=self.L / d, P=P, ZJ=ZJ, RW=RW, Cinv=_spd_inverse(C))
+
+    def _stage1(self, dr: _Draw, rng):
+        """Stage 1, the decision: the row that rejects the draw from its partial numbers, or None.
+
+        Rows whose support lies in ``J``: their support margins rank them (the ranking is reused
+        by stage 2) and pick the candidates, which are then checked exactly against *every*
+        column; the columns outside ``J`` through the Haar factor:
+        ``(Z_rest C^{-1} h)^T = Q (R_W u)`` and ``Q P = T R_T^{-1}`` (see module docs). Double
+        precision: the choice decides which numbers are drawn next, so it must not hinge on
+        single-precision rounding that differs between machines.
+        """
+        P, ZJ, d, n = dr.P, dr.ZJ, dr.d, dr.P["n"]
+        vis = P["vis"]
+        dr.r = r = min(self.candidates, vis.size, d)
+        dr.T = np.empty((n, 0), np.float32)
+        if vis.size:
+            vp = P["vis_pos"]
+            Zs = np.take(ZJ, vp, axis=0, mode="clip",          # valid indices; "raise" buffers
+                         out=self._ws("Zs", vp.shape + (d,)))                # (|vis|, k, d)
+            H = np.einsum("rk,rkd->rd", P["vis_b"], Zs, out=self._ws("Hv", (vis.size, d)))
+            H *= dr.scale
+            Uv = np.matmul(H, dr.Cinv, out=self._ws("Uv", (vis.size, d)))
+            dr.score_vis = self._risk_score(vis, Uv, Zs)
+        if not r:
+            return None
+        sel = np.argsort(dr.score_vis, kind="stable")[:r]
+        cand, Uc = vis[sel], Uv[sel]
+        gsJ, off = self._split(cand, Uc @ ZJ.T, P["colpos"])
+        mc = self._row_margins(cand, gsJ, off)
+        if n and mc.min() >= -1e-9:     # no violation on J: look at the other columns too
+            dr.qr_in = dr.RW @ Uc.T                                     # R_W u_l = O [K; 0]
+            K = np.linalg.qr(dr.qr_in, mode="r")[:r]
+            dr.T = rng.standard_normal((n, r), dtype=np.float32)
+            T64 = dr.T.astype(np.float64)
+            Grest = T64 @ _solve_upper(_cholesky_upper(T64.T @ T64), K)
+            mc = self._row_margins(cand, gsJ, np.maximum(off, Grest.max(axis=0)))
+        if mc.min() < -1e-9:
+            return int(cand[int(np.argmin(mc))])
+        return None
+
+    def _complete(self, dr: _Draw, rng) -> None:
+        """Stage 2, the numbers: complete the same draw, conditionally on ``R_W`` and on ``Q P``.
+
+        ``Z_rest = Q R_W`` with ``Q = Qt O^T``, ``Qt`` the orthonormal factor of ``Z' = [T, X]``:
+        the first ``r`` columns of ``Qt`` are ``T R_T^{-1}``. ``Z'`` is never orthonormalised:
+        the logits use ``M = R'^{-1} O^T R_W``.
+        """
+        d, n = dr.d, dr.P["n"]
+        if n:
+            O = np.linalg.qr(dr.qr_in, mode="complete")[0] if dr.qr_in is not None else None
+            rT = dr.T.shape[1]
+            X = rng.standard_normal(dtype=np.float32, out=self._ws("X", (n, d - rT), np.float32))
+            Zp = self._ws("Zp", (n, d), np.float32)                    # [T, X]
+            Zp[:, :rT] = dr.T
+            Zp[:, rT:] = X
+            Zp64 = self._ws("Zp64", (n, d))
+            np.copyto(Zp64, Zp)
+            RW = dr.RW
+            dr.Mt = _solve_upper(_cholesky_upper(Zp64.T @ Zp64), RW if O is None else O.T @ RW)
+            dr.CinvMt = dr.Cinv @ dr.Mt.T
+        else:
+            Zp = np.empty((0, d), np.float32)
+            Zp64 = np.empty((0, d))
+            dr.Mt = np.eye(d)
+            dr.CinvMt = dr.Cinv
+        dr.Zp, dr.Zp64 = Zp, Zp64
+
+    def _z_rows(self, dr: _Draw, c):
+        """The rows of the completed ``Z`` (float64) at columns ``c``."""
+        m = dr.P["m"]
+        p = dr.P["colpos"][c]
+        out = np.empty((c.size, dr.d))
+        j = p < m
+        out[j] = dr.ZJ[p[j]]
+        if (~j).any():
+            out[~j] = dr.Zp64[p[~j] - m] @ dr.Mt
+        return out
+
+    def _full_z(self, dr: _Draw):
+        """The whole Gaussian matrix ``Z`` (``L x d``, float64) of a completed draw."""
+        P = dr.P
+        Zfull = np.empty((self.L, dr.d))
+        Zfull[P["J"]] = dr.ZJ
+        if P["n"]:
+            Zfull[P["rest"]] = dr.Zp64 @ dr.Mt
+        return Zfull
+
+    def _screen(self, dr: _Draw, Zfull) -> DrawOutcome:
+        """Stage 2, the decision: every row in blocks of growing size, riskiest rows first.
+
+        Each block of logits is one float32 GEMM; a row whose float32 margin is below minus the
+        rounding bound fails in exact arithmetic and rejects the draw, one above it passes, and
+        the rows inside the band go to ``_confirm``.
+        """
+        L, d, P, ZJ, Zp = self.L, dr.d, dr.P, dr.ZJ, dr.Zp
+        m, n, colpos = P["m"], P["n"], P["colpos"]
+        rc = dr.rest_checked
+        f32 = self.use_float32
+        if f32 and d >= 1600:
+            raise ValueError(f"d = {d} is too large for the float32 screening bound (d < 1600)")
+        ZJ32 = self._ws("ZJ32", ZJ.shape, np.float32)
+        np.copyto(ZJ32, ZJ)
+        order = self._risk_order(dr, ZJ32)
+        if f32:
+            zj_norm = float(np.sqrt(np.einsum("ij,ij->i", ZJ, ZJ).max()))
+            # float32 sum of squares of d terms: relative error below d * 2^-24 < 1e-4 (d < 1600)
+            zp_norm = (float(np.sqrt(np.einsum("ij,ij->i", Zp, Zp).max() * (1 + 1e-4)))
+                       if n else 0.0)
+            nn = d + 2
+            gam = nn * _U32 / (1 - nn * _U32)
+        borderline_rows, borderline_u = [], []
+        done = 0
+        b = min(self.first_block, self._max_block)
+        while done < L:
+            rows = order[done: done + b]
+            done += len(rows)
+            H = dr.scale * self._bz(dr, rows)
+            U = H @ dr.Cinv
+            V = H @ dr.CinvMt
+            dt = np.float32 if f32 else np.float64
+            G = np.empty((len(rows), L), dtype=dt)
+            if f32:
+                np.matmul(U.astype(np.float32), ZJ32.T, out=G[:, :m])
+                if n:
+                    np.matmul(V.astype(np.float32), Zp.T, out=G[:, m:])
+            else:
+                np.matmul(U, ZJ.T, out=G[:, :m])
+                if n:
+                    np.matmul(V, dr.Zp64.T, out=G[:, m:])
+            marg = self._margins(rows, G, colpos)
+            if f32:
+                un = np.sqrt(np.einsum("ij,ij->i", U, U))
+                vn = np.sqrt(np.einsum("ij,ij->i", V, V))
+                tol = 2.0 * gam * np.maximum(un * zj_norm, vn * zp_norm) * (1 + 1e-6) + 1e-10
+            else:
+                tol = np.full(len(rows), 1e-10)
+            bad = marg < -tol
+            if bad.any():
+                w = int(rows[int(np.argmax(bad))])
+                return DrawOutcome(False, "screen", done, len(borderline_rows), w, Zfull, rc)
+            near = np.abs(marg) <= tol
+            if near.any():
+                borderline_rows.append(rows[near])
+                borderline_u.append((U[near], V[near]))
+            b = min(2 * b, self._max_block)
+        if not borderline_rows:
+            return DrawOutcome(True, "screen", done, 0, None, Zfull, rc)
+        return self._confirm(dr, Zfull, done, borderline_rows, borderline_u)
+
+    def _confirm(self, dr: _Draw, Zfull, done, borderline_rows, borderline_u) -> DrawOutcome:
+        """Stage 2, float64 confirmation of the rows inside the float32 error band."""
+        m, n = dr.P["m"], dr.P["n"]
+        rows = np.concatenate(borderline_rows)
+        U = np.concatenate([u for u, _ in borderline_u])
+        V = np.concatenate([v for _, v in borderline_u])
+        G = np.empty((len(rows), self.L))
+        G[:, :m] = U @ dr.ZJ.T
+        if n:
+            G[:, m:] = V @ dr.Zp64.T
+        marg = self._margins(rows, G, dr.P["colpos"])
+        if (marg < 0).any():
+            w = int(rows[int(np.argmin(marg))])
+            return DrawOutcome(False, "confirm", done, len(rows), w, Zfull, dr.rest_checked)
+        return DrawOutcome(True, "confirm", done, len(rows), None, Zfull, dr.rest_checked)
+
+    def _bz(self, dr: _Draw, rows):
+        """``B[rows] @ Z`` of the completed draw."""
+        t = self.target
+        c = t.cols[rows]
+        Zs = self._z_rows(dr, c.ravel()).reshape(c.shape + (-1,))
+        return np.einsum("rk,rkd->rd", t.bvals[rows], Zs)
+
+    def _risk_order(self, dr: _Draw, ZJ32):
+        """All rows, most likely violators first: ascending ``_risk_score``.
+
+        The rows whose support lies in ``J`` keep their stage-1 scores; the others are scored
+        here in single precision. Only the order of the checks depends on this, never a decision.
+        """
+        t, d, P = self.target, dr.d, dr.P
+        m, nv = P["m"], P["nonvis"]
+        score = np.empty(t.L)
+        if P["vis"].size:
+            score[P["vis"]] = dr.score_vis
+        if nv.size:
+            Z32 = self._ws("Z32", (t.L, d), np.float32)
+            Z32[:m] = ZJ32
+            if dr.Zp.shape[0]:
+                np.matmul(dr.Zp, dr.Mt.astype(np.float32), out=Z32[m:])
+            npos = P["nonvis_pos"]
+            Zs = np.take(Z32, npos, axis=0, mode="clip",      # valid indices; "raise" buffers
+                         out=self._ws("Zs32", npos.shape + (d,), np.float32))
+            H = np.einsum("rk,rkd->rd", P["nonvis_b32"], Zs,
+                          out=self._ws("Hn", (nv.size, d), np.float32))
+            H *= dr.scale
+            U = np.matmul(H, dr.Cinv.astype(np.float32),
+                          out=self._ws("Un", (nv.size, d), np.float32))
+            score[nv] = self._risk_score(nv, U, Zs)
+        return np.argsort(score, kind="stable")
+
+    # ------------------------------------------------------------------ one width
+    def level(self, d, n_draws, root_seed, key) -> LevelResult:
+        """Up to ``n_draws`` draws at width ``d``; draw ``i`` uses ``draw_generator(root_seed,
+        key + (d, i))``. Stops at the first success.
+
+        Draws start with the small partial set (``probe_fraction``) and switch to
+        ``partial_fraction`` from the first draw that survives stage 1 on. The switch depends only
+        on earlier draws of the same level, so the level's result is a function of its seeds.
+
+        Returns
+        -------
+        LevelResult
+
+        Raises
+        ------
+        ValueError, TypeError
+            ``d`` out of ``[1, L]`` or ``n_draws < 1``.
+        """
+        d = check_int("d", d, low=1, high=self.L)
+        n_draws = check_int("n_draws", n_draws, low=1)
+        res = LevelResult(d=d, ok=False, draws=0)
+        fraction = self.probe_fraction
+        for i in range(n_draws):
+            out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), fraction=fraction)
+            if out.stage != "stage1":
+                fraction = self.partial_fraction
+            res.draws += 1
+            res.rows_screened += out.rows_screened
+            if out.stage == "stage1":
+                res.stage1_rejects += 1
+            elif not out.ok and out.stage == "screen":
+                res.screen_rejects += 1
+            if out.stage == "confirm":
+                res.confirmations += 1
+            if out.ok:
+                res.ok = True
+                break
+        return res

@@ -1,0 +1,374 @@
+"""The d_min protocol of Likhosherstov et al. (2021), Section 4: Figures 3, 4 and 5.
+
+Protocol (the paper's, :prf:ref:`exp-alg-dmin` in :ref:`ch-experiments`): for a setup
+``(k, gamma, eps1, eps2)`` and a length ``L``, sample **one** target ``A`` with the paper's
+two-pass sampler; scan an ascending uniform grid of widths ``d``; at each ``d`` make up to
+``ceil(Q L)`` Stiefel draws of Algorithm 1; the first ``d`` at which a draw meets criteria (6)-(7)
+is the empirical ``d_min``.
+
+This module orchestrates; it holds no numerics of its own. The setups, profiles and tasks are in
+:mod:`sattn.experiments.setups`, the draws are decided by the fast engine
+(:class:`~sattn.experiments.engine.FastEngine`, tested against
+:mod:`sattn.experiments.reference`), finished tasks go to the resumable store
+(:mod:`sattn.experiments.store`). :func:`reproduce` runs the missing tasks in parallel with joblib
+(any joblib backend, e.g. Dask's, through ``joblib.parallel_config``), shows tqdm progress, and
+writes ``<figure>.csv`` plus ``<figure>_manifest.json`` (parameters, grids, seeds, versions, wall
+time, checksums).
+
+References
+----------
+Section 4 and Figures 3-5 of Likhosherstov, Choromanski & Weller (2021); :ref:`ch-experiments`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
+from ..patterns.sparse import sample_sparse
+from .engine import FastEngine
+from .setups import (
+    FIGURES,
+    ROOT_SEED,
+    SETUPS,
+    ExperimentError,
+    Profile,
+    Task,
+    _check_grid,
+    _check_lengths,
+    get_profile,
+    grid_values,
+    make_tasks,
+)
+from .store import (
+    StoreError,
+    TaskStore,
+    _atomic_write,
+    _check_existing_manifest,
+    _check_fig5_outputs,
+    _sha256_bytes,
+    _sha256_file,
+    _versions,
+    _write_csv,
+)
+from .target import draw_generator
+
+__all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
+
+
+# ----------------------------------------------------------------------------- one task
+def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key):
+    """Scan the ascending grid; return ``(d_min or None, list of per-level records)``.
+
+    The engine keeps no memory between draws, so the draws made at a width depend only on their
+    seed keys.
+    """
+    levels = []
+    for d in grid_values(grid):
+        if d > engine.L:
+            break
+        r = engine.level(d, n_draws, root_seed, key)
+        levels.append([r.d, r.draws, int(r.ok), r.stage1_rejects, r.screen_rejects,
+                       r.confirmations])
+        if r.ok:
+            return d, levels
+    return None, levels
+
+
+def run_task(task: Task) -> dict:
+    """Run one task with the fast engine and return its result record (JSON-serialisable)."""
+    t0 = time.perf_counter()
+    with _one_blas_thread():
+        s = task.setup
+        A = sample_sparse(task.L, s.k, s.gamma, draw_generator(task.root_seed, task.target_key()),
+                          as_csr=True)
+        eng = FastEngine(A, s.eps1, s.eps2)
+        nnz = int(A.nnz)
+        dmin, levels = dmin_search(eng, task.grid, task.n_draws, task.root_seed, task.draw_key())
+    return {
+        "params": task.params(),
+        "result": {
+            "d_min": dmin,
+            "levels": levels,
+            "total_draws": int(sum(lv[1] for lv in levels)),
+            "bound": int(theorem1_bound(task.L, s.k, s.gamma, s.eps1, s.eps2)),
+            "nnz": nnz,
+        },
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """Limit BLAS to one thread (tasks are the unit of parallelism; oversubscribed OpenBLAS
+    threads spin and slow small GEMMs down by an order of magnitude)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _run_and_store(task: Task, root: str) -> tuple[str, dict]:
+    payload = run_task(task)
+    TaskStore(root).save(task, payload)
+    return task.task_id, payload
+
+
+# ----------------------------------------------------------------------------- outputs
+FIG34_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "Q", "n_draws",
+                 "grid_start", "grid_stop", "grid_step", "d_min", "draws_at_d_min",
+                 "levels_tried", "total_draws", "bound"]
+
+
+def _csv_rows(tasks, payloads):
+    rows = []
+    for t in tasks:
+        res = payloads[t.task_id]["result"]
+        dmin = res["d_min"]
+        rows.append([t.figure, t.setup.name, t.setup.k, f"{t.setup.gamma:g}", f"{t.setup.eps1:g}",
+                     f"{t.setup.eps2:g}", t.L, f"{t.Q:g}", t.n_draws, *t.grid,
+                     "" if dmin is None else dmin,
+                     res["levels"][-1][1] if res["levels"] else 0,
+                     len(res["levels"]), res["total_draws"], res["bound"]])
+    return rows
+
+
+def _progress(total, desc, enabled):
+    return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
+
+
+def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out=None,
+              progress=True) -> dict:
+    """Compute (or resume) the data of one figure and write ``<out>/<figure>.csv`` + manifest.
+
+    Parameters
+    ----------
+    figure : {"fig3", "fig4", "fig5"}
+    profile : {"quick", "paper"}
+    setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
+        setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
+    jobs : int, default 1
+        Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
+    out : path, optional
+        Output folder; default ``data`` for the paper profile, ``data/quick`` otherwise.
+    progress : bool, default True
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    dict
+        The manifest that was written (with ``computed`` and ``reused`` task ids).
+
+    Raises
+    ------
+    ExperimentError
+        Bad request (figure, setups, lengths, jobs; setups or lengths given for fig5).
+    StoreError
+        A stored result or the manifest is corrupted; nothing is overwritten.
+    """
+    prof = get_profile(profile)
+    if figure not in FIGURES:
+        raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    out = Path(out) if out is not None else Path("data" if prof.name == "paper" else "data/quick")
+    if figure == "fig5":
+        if setups is not None or lengths is not None:
+            raise ExperimentError(
+                f"fig5 uses the {prof.name} profile's one setting ({prof.fig5['setup']}) and "
+                f"L = {prof.fig5['L']}; --setups and --lengths apply to fig3 and fig4 only, "
+                f"got setups={setups!r}, lengths={lengths!r}")
+        return _reproduce_fig5(prof, out)
+    tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
+    store = TaskStore(out / "tasks" / figure)
+    previous = _check_existing_manifest(out, figure, store)
+    store.clean_temporaries()
+    payloads = {}
+    for t in tasks:
+        rec = store.load(t)
+        if rec is not None:
+            payloads[t.task_id] = rec
+    reused = [t.task_id for t in tasks if t.task_id in payloads]
+    todo = [t for t in tasks if t.task_id not in payloads]
+    # Longest tasks first (large L, many draws) for a better parallel schedule.
+    todo.sort(key=lambda t: -t.L * t.Q * t.grid[0])
+    t0 = time.perf_counter()
+    computed = []
+    bar = _progress(len(tasks), f"{figure} ({prof.name})", progress)
+    bar.update(len(reused))
+    try:
+        if todo:
+            if jobs == 1:
+                results = (_run_and_store(t, str(store.root)) for t in todo)
+            else:
+                results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                    delayed(_run_and_store)(t, str(store.root)) for t in todo)
+            for tid, payload in results:
+                payloads[tid] = payload
+                computed.append(tid)
+                bar.update(1)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - t0
+    rows = _csv_rows(tasks, payloads)
+    csv_bytes = _write_csv(out / f"{figure}.csv", FIG34_COLUMNS, rows)
+    manifest = {
+        "figure": figure,
+        "profile": prof.name,
+        "description": prof.description,
+        "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
+                     "grid; at each d up to ceil(Q L) Stiefel draws (fast engine, stops at the "
+                     "first success); d_min = first d with a success (empty if none in the grid)"),
+        "setups": {t.setup.name: t.setup.params() for t in tasks},
+        "grids": {t.setup.name: list(t.grid) for t in tasks},
+        "lengths": sorted({t.L for t in tasks}),
+        "Q": sorted({t.Q for t in tasks}),
+        "seeds": {"root_seed": ROOT_SEED,
+                  "scheme": ("numpy SeedSequence(root_seed, spawn_key=key); target A: key = "
+                             "(setup_key, L, 0); draw i at width d: key = (setup_key, L, 1, d, i); "
+                             "setup_key = first 4 bytes of sha256('k=..;gamma=..;eps1=..;eps2=..')"),
+                  "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
+        "versions": _versions(),
+        "jobs": jobs,
+        "wall_seconds_this_run": round(wall, 3),
+        "wall_seconds_all_runs": round(wall + previous.get(
+            "wall_seconds_all_runs", previous.get("wall_seconds_this_run", 0.0)), 3),
+        "runs": previous.get("runs", 1 if previous else 0) + 1,
+        "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
+        "computed": sorted(computed),
+        "reused": sorted(reused),
+        "command": " ".join(sys.argv) if sys.argv else "",
+        "checksums": {
+            "csv": _sha256_bytes(csv_bytes),
+            "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
+        },
+    }
+    _atomic_write(out / f"{figure}_manifest.json",
+                  json.dumps(manifest, indent=1, sort_keys=True).encode())
+    return manifest
+
+
+# ----------------------------------------------------------------------------- Figure 5
+def _reproduce_fig5(prof: Profile, out: Path) -> dict:
+    """Attention maps of a target ``A`` and the constructed ``M`` (Algorithm 1, SVD route)."""
+    cfg = prof.fig5
+    s = SETUPS[cfg["setup"]]
+    L = _check_lengths([cfg["L"]])[0]
+    grid = _check_grid(s.name, cfg["d_grid"], (L,))
+    _check_fig5_outputs(out)
+    t0 = time.perf_counter()
+    with _one_blas_thread():
+        key = (s.key(), L, 5)
+        A = sample_sparse(L, s.k, s.gamma, draw_generator(ROOT_SEED, key + (0,)))
+        approx, tried = None, []
+        for d in grid_values(grid):
+            if d > L:
+                break
+            try:
+                approx = approximate(A, s.eps1, s.eps2, d, rng=draw_generator(ROOT_SEED, key + (d,)),
+                                     max_draws=max(1, math.ceil(prof.Q * L)), method="svd")
+                tried.append(d)
+                break
+            except ConstructionFailed:
+                tried.append(d)
+    if approx is None:
+        raise ExperimentError(f"fig5: no width in the grid {grid} succeeded for {s.name} at L={L}")
+    M = approx.M
+    rep = approx.report
+    npz = out / "fig5_maps.npz"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".tmp-fig5-{os.getpid()}.npz"
+    np.savez_compressed(tmp, A=A, M=M)
+    os.replace(tmp, npz)
+    cols = ["setup", "k", "gamma", "eps1", "eps2", "L", "d", "draws", "widths_tried",
+            "ratio_spread", "log_gap7", "margin6", "margin7"]
+    row = [s.name, s.k, f"{s.gamma:g}", f"{s.eps1:g}", f"{s.eps2:g}", L, approx.d, approx.draws,
+           len(tried), f"{rep.ratio_spread:.6f}", f"{rep.log_gap7:.6f}", f"{rep.margin6:.6f}",
+           f"{rep.margin7:.6f}"]
+    csv_bytes = _write_csv(out / "fig5.csv", cols, [row])
+    manifest = {
+        "figure": "fig5", "profile": prof.name, "setup": s.params() | {"name": s.name},
+        "L": L, "d_grid": list(grid), "Q": prof.Q,
+        "protocol": "Algorithm 1 with the SVD route (sattn.approximate) on the first "
+                    "width of the grid that succeeds within ceil(Q L) draws",
+        "seeds": {"root_seed": ROOT_SEED, "target_key": list(key + (0,)),
+                  "draw_key": "(setup_key, L, 5, d)"},
+        "versions": _versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
+        "command": " ".join(sys.argv) if sys.argv else "",
+        "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
+    }
+    _atomic_write(out / "fig5_manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
+    return manifest
+
+
+# ----------------------------------------------------------------------------- loading, fits
+def load_figure(figure, data_dir="data", *, verify=True):
+    """Read ``<data_dir>/<figure>.csv`` (and for fig5 the maps) after checking the manifest.
+
+    Returns
+    -------
+    list of dict (fig3, fig4) or dict with ``A``, ``M`` and the row of ``fig5.csv`` (fig5).
+
+    Raises
+    ------
+    StoreError
+        Missing files or a checksum mismatch.
+    """
+    data_dir = Path(data_dir)
+    if figure not in FIGURES:
+        raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
+    cpath, mpath = data_dir / f"{figure}.csv", data_dir / f"{figure}_manifest.json"
+    for p in (cpath, mpath):
+        if not p.exists():
+            raise StoreError(f"{p} is missing; run `python -m sattn reproduce {figure}` first")
+    man = json.loads(mpath.read_bytes())
+    if verify and _sha256_file(cpath) != man["checksums"]["csv"]:
+        raise StoreError(f"{cpath} does not match its manifest checksum")
+    with open(cpath, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for c in ("k", "L", "n_draws", "grid_start", "grid_stop", "grid_step", "levels_tried",
+                  "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min"):
+            if c in r:
+                r[c] = int(r[c])
+        for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7"):
+            if c in r:
+                r[c] = float(r[c])
+        if "d_min" in r:
+            r["d_min"] = int(r["d_min"]) if r["d_min"] != "" else None
+    if figure == "fig5":
+        npz = data_dir / "fig5_maps.npz"
+        if verify and _sha256_file(npz) != man["checksums"]["npz"]:
+            raise StoreError(f"{npz} does not match its manifest checksum")
+        with np.load(npz) as z:
+            return {"A": z["A"], "M": z["M"], **rows[0], "manifest": man}
+    return rows
+
+
+def fit_log(L, d):
+    """Least-squares fit ``d ~ a ln L + b``; returns ``(a, b, R^2)``.
+
+    References
+    ----------
+    Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); :ref:`ch-experiments`.
+    """
+    L = np.asarray(L, dtype=float)
+    d = np.asarray(d, dtype=float)
+    if L.shape != d.shape or L.ndim != 1 or L.size < 2:
+        raise ValueError(f"L and d must be 1-D of equal length >= 2, got {L.shape} and {d.shape}")
+    X = np.column_stack([np.log(L), np.ones_like(L)])
+    (a, b), *_ = np.linalg.lstsq(X, d, rcond=None)
+    resid = d - X @ np.array([a, b])
+    ss_tot = float(((d - d.mean()) ** 2).sum())
+    r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
+    return float(a), float(b), r2

@@ -1,0 +1,192 @@
+"""The resumable store of the d_min experiments: task files, checksums, manifests.
+
+One JSON file per finished task, written atomically (temporary file, fsync, ``os.replace``) and
+carrying its own SHA-256; a rerun after any interruption (even ``kill -9``) recomputes no finished
+task, and refuses to continue on a corrupted file or manifest (:ref:`ch-experiments`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+
+import joblib
+import numpy as np
+import scipy
+
+from .._version import __version__
+from .engine import ENGINE_VERSION
+from .setups import Task
+
+__all__ = ["StoreError", "TaskStore"]
+
+
+class StoreError(RuntimeError):
+    """A stored result or manifest is corrupted or inconsistent; nothing was overwritten."""
+
+
+def _canonical(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _sha256_bytes(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes):
+    """Write ``data`` to ``path`` atomically: temporary file in the same folder, fsync, replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{path.name}-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class TaskStore:
+    """One JSON file per finished task, ``<root>/<task_id>.json``, each with its own SHA-256.
+
+    A file appears only when its task is complete (atomic rename), so an interrupted run leaves
+    finished tasks intact and unfinished ones absent. Leftover temporary files of a killed
+    writer are not results and are removed.
+    """
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def path(self, task: Task) -> Path:
+        return self.root / f"{task.task_id}.json"
+
+    def clean_temporaries(self) -> int:
+        n = 0
+        if self.root.is_dir():
+            for p in self.root.glob(".tmp-*"):
+                p.unlink()
+                n += 1
+        return n
+
+    def load(self, task: Task):
+        """The stored record of ``task``, or None if it has not finished.
+
+        Raises
+        ------
+        StoreError
+            If the file is unreadable, fails its checksum, or was computed with other parameters.
+        """
+        p = self.path(task)
+        if not p.exists():
+            return None
+        try:
+            rec = json.loads(p.read_bytes())
+            payload, digest = rec["payload"], rec["sha256"]
+            if not isinstance(payload, dict):
+                raise TypeError(f"payload must be a JSON object, got {type(payload).__name__}")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"corrupted result file {p}: not a valid task record ({exc}). "
+                             "Nothing was overwritten; delete this file to recompute the task, "
+                             "or restore it from git.") from exc
+        if _sha256_bytes(_canonical(payload)) != digest:
+            raise StoreError(f"corrupted result file {p}: its SHA-256 does not match its content. "
+                             "Nothing was overwritten; delete this file to recompute the task, "
+                             "or restore it from git.")
+        if payload.get("params") != task.params():
+            raise StoreError(f"result file {p} was computed with different parameters "
+                             f"({payload.get('params')}) than requested ({task.params()}). "
+                             "Use another --out folder, or delete the file to recompute.")
+        return payload
+
+    def save(self, task: Task, payload: dict):
+        rec = {"payload": payload, "sha256": _sha256_bytes(_canonical(payload))}
+        _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
+
+
+def _write_csv(path, columns, rows) -> bytes:
+    lines = [",".join(columns)] + [",".join(str(v) for v in r) for r in rows]
+    data = ("\n".join(lines) + "\n").encode()
+    _atomic_write(path, data)
+    return data
+
+
+def _versions() -> dict:
+    """Versions of Python, the numerical libraries, sattn and the engine (for manifests)."""
+    return {"python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "joblib": joblib.__version__, "sattn": __version__,
+            "engine": ENGINE_VERSION, "platform": platform.platform()}
+
+
+def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
+    """Refuse to resume over a corrupted manifest or over result files that changed; return the
+    previous manifest (empty if none)."""
+    mpath = out / f"{figure}_manifest.json"
+    if not mpath.exists():
+        return {}
+    try:
+        man = json.loads(mpath.read_bytes())
+        files = man["checksums"]["tasks"]
+        csv_sum = man["checksums"]["csv"]
+        # fields that are used below or carried into the next manifest must have their types
+        if not (isinstance(files, dict) and isinstance(csv_sum, str)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+            raise TypeError("checksums must map file names to SHA-256 strings")
+        for key in ("runs", "wall_seconds_all_runs", "wall_seconds_this_run"):
+            if key in man and (isinstance(man[key], bool)
+                               or not isinstance(man[key], (int, float))):
+                raise TypeError(f"{key} must be a number, got {man[key]!r}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; the task "
+                         f"results in {store.root} are intact. Delete the manifest to rebuild it.") \
+            from exc
+    for name, digest in files.items():
+        p = store.root / name
+        if not p.exists():
+            raise StoreError(f"manifest {mpath} lists the finished result {p}, which is missing. "
+                             "Restore it (e.g. from git) or delete the manifest to accept the loss.")
+        if _sha256_file(p) != digest:
+            raise StoreError(f"result file {p} does not match the checksum in {mpath}. "
+                             "Nothing was overwritten; restore the file or delete it to recompute.")
+    cpath = out / f"{figure}.csv"
+    if cpath.exists() and _sha256_file(cpath) != csv_sum:
+        raise StoreError(f"{cpath} does not match the checksum in {mpath} (edited or corrupted). "
+                         "Delete the CSV to regenerate it from the task results.")
+    return man
+
+
+def _check_fig5_outputs(out: Path):
+    """Refuse to overwrite Figure 5 outputs whose manifest is corrupted or whose files do not
+    match it (the same policy as for Figures 3 and 4); absent outputs are fine."""
+    mpath = out / "fig5_manifest.json"
+    if not mpath.exists():
+        return
+    try:
+        sums = json.loads(mpath.read_bytes())["checksums"]
+        if not all(isinstance(sums[k], str) for k in ("csv", "npz")):
+            raise TypeError("checksums of csv and npz must be SHA-256 strings")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; delete "
+                         "it (or restore it from git) to recompute Figure 5.") from exc
+    for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
+        p = out / name
+        if p.exists() and _sha256_file(p) != sums[key]:
+            raise StoreError(f"{p} does not match the checksum in {mpath} (edited or corrupted). "
+                             "Nothing was overwritten; restore it, or delete it and the manifest "
+                             "to recompute Figure 5.")

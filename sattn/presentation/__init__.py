@@ -1,0 +1,8 @@
+"""The book's presentation helpers, apart from the mathematics.
+
+* :mod:`~sattn.presentation.plotting`: one figure style for the whole book, heatmaps, PNG export;
+* :mod:`~sattn.presentation.widgets`: precomputed widgets for the static site, live widgets for a
+  kernel.
+
+Chapters import every public name from :mod:`sattn` itself.
+"""

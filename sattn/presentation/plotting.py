@@ -1,0 +1,135 @@
+"""One figure style for the whole book.
+
+Figures are drawn on an opaque white background so that they stay readable when the website is in
+dark mode, at a modest size and resolution so that stored notebooks stay small.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .._validate import as_float_array, check_real
+
+__all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
+
+#: rcParams applied by :func:`apply_style`.
+BOOK_STYLE = {
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 90,
+    "savefig.dpi": 90,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "savefig.bbox": "tight",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "font.size": 9,
+    "image.cmap": "viridis",
+    "axes.prop_cycle": mpl.cycler(
+        color=["#1f5fa8", "#d1495b", "#2e933c", "#edae49", "#66459b", "#00798c", "#444444"]
+    ),
+}
+
+
+def apply_style() -> None:
+    """Apply :data:`BOOK_STYLE` globally (chapters call this once in their imports cell)."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+@contextmanager
+def book_style():
+    """Context manager form of :func:`apply_style` that restores the previous settings."""
+    with mpl.rc_context(BOOK_STYLE):
+        yield
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, width: float | None = None,
+             height: float | None = None, **kwargs):
+    """``plt.subplots`` with the book's default size scaled to the grid of panels."""
+    w = width if width is not None else min(2.9 * ncols + 0.6, 10.0)
+    h = height if height is not None else 2.6 * nrows + 0.4
+    with book_style():
+        return plt.subplots(nrows, ncols, figsize=(w, h), **kwargs)
+
+
+def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool = False,
+            vmin: float | None = None, vmax: float | None = None, colorbar: bool = True,
+            floor: float = 1e-12):
+    """Draw a matrix as an image with row index down and column index across.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    M : array_like, shape (m, n)
+        Real, non-empty. NaN entries are left blank (use them to hide cells, e.g. above the
+        diagonal of a causal matrix).
+    title : str, optional
+    cmap : str, default "viridis"
+    log : bool, default False
+        Show ``log10(max(M, floor))``; useful for attention matrices whose small entries matter.
+        ``M`` must then be nonnegative (apart from NaN).
+    vmin, vmax : float, optional
+        Colour limits (in log10 units when ``log``).
+    colorbar : bool, default True
+    floor : float, default 1e-12
+        Smallest value shown when ``log`` is set (zeros are drawn at this level); ``floor > 0``.
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+
+    Raises
+    ------
+    TypeError
+        If ``M`` is not a real numeric array.
+    ValueError
+        If ``M`` is not a non-empty 2-D array, or ``log`` is set and ``M`` has a negative entry
+        or ``floor`` is not a positive finite number.
+    """
+    M = as_float_array("M", M, finite=False)
+    if M.ndim != 2:
+        raise ValueError(f"M must be a 2-D matrix, got shape {M.shape}")
+    if M.size == 0:
+        raise ValueError(f"M must be non-empty, got shape {M.shape}")
+    if log:
+        floor = check_real("floor", floor, low=0.0, low_open=True)
+        neg = M < 0  # NaN compares False: blank cells are allowed
+        if neg.any():
+            r, c = np.argwhere(neg)[0]
+            raise ValueError(
+                f"heatmap(log=True) needs a nonnegative M, but M[{r}, {c}] = {M[r, c]:.6g} "
+                "(it would be drawn at the floor)"
+            )
+    data = np.log10(np.maximum(M, floor)) if log else M
+    im = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="equal")
+    if title:
+        ax.set_title(title)
+    ax.set_xlabel("column $j$")
+    ax.set_ylabel("row $l$")
+    if colorbar:
+        cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        if log:
+            cb.set_label("log$_{10}$ entry", fontsize=8)
+    return im
+
+
+def figure_to_png(fig, *, dpi: int | None = None, close: bool = True) -> bytes:
+    """Render a figure to PNG bytes (used for precomputed widgets)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi or BOOK_STYLE["savefig.dpi"], bbox_inches="tight",
+                facecolor="white", metadata={"Software": None})
+    if close:
+        plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,150 @@
+"""The hardmax counter-example: one-layer hardmax attention is not a contextual mapping.
+
+Part II, :ref:`ch-hardmax` (:prf:ref:`hm-thm-hardmax`). Two integer sequences whose shared tokens
+every hardmax head maps identically, verified in exact rational arithmetic over random integer
+weights, and one softmax head that separates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import check_int, check_rng
+from ..layers import AttentionHead, multihead_attention
+from ..results import Result
+
+__all__ = ["COUNTEREXAMPLE_T", "hardmax_counterexample", "HardmaxReport", "check_hardmax_counterexample"]
+
+
+#: The two sets of positions of the counter-example: same min (1), max (6) and mean (7/2).
+COUNTEREXAMPLE_T = ((1, 2, 5, 6), (1, 3, 4, 6))
+
+
+def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Two integer sequences on which one-layer hardmax attention is never a contextual mapping.
+
+    Tokens are ``x(t) = t e_1 + e_2`` (``x(t) = t`` when ``d = 1``) for ``t`` in
+    ``T1 = {1, 2, 5, 6}`` and ``T2 = {1, 3, 4, 6}``: the two position sets share their minimum,
+    maximum and mean, so every hardmax head returns the same vector at the shared tokens ``x(1)``
+    (column 0) and ``x(6)`` (column 3), whatever its weights.
+
+    Parameters
+    ----------
+    d : int, default 1
+        Token dimension (>= 1).
+
+    Returns
+    -------
+    X1, X2 : numpy.ndarray of int, shape (d, 4)
+
+    References
+    ----------
+    Theorem 1 of Kajitsuka & Sato (2024) (the example here is the book's own, not the paper's);
+    :ref:`ch-hardmax`.
+    """
+    d = check_int("d", d, low=1)
+    out = []
+    for T in COUNTEREXAMPLE_T:
+        X = np.zeros((d, 4), dtype=np.int64)
+        X[0] = T
+        if d >= 2:
+            X[1] = 1
+        out.append(X)
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class HardmaxReport(Result):
+    """Outcome of :func:`check_hardmax_counterexample`.
+
+    ``mismatches`` counts the trials where a shared token's hardmax output differed between the
+    two sequences (0 expected, exactly); ``softmax_gap`` is the distance between the softmax
+    outputs at token ``x(1)`` for one fixed head, showing that softmax separates the pair.
+    ``ok``: no mismatch in any trial, and a positive softmax gap.
+    """
+
+    trials: int
+    mismatches: int
+    max_heads: int
+    zero_key_trials: int
+    tied_trials: int
+    softmax_outputs: tuple
+    softmax_gap: float
+
+    @property
+    def ok(self) -> bool:
+        """Every hardmax trial confused the shared tokens, and softmax separated them."""
+        return self.mismatches == 0 and self.softmax_gap > 0
+
+    @property
+    def message(self) -> str:
+        """One line: mismatches over the trials and the softmax gap."""
+        verdict = "counter-example confirmed" if self.ok else "counter-example FAILS"
+        return (f"{verdict}: {self.mismatches} mismatches in {self.trials} exact hardmax trials "
+                f"(up to {self.max_heads} heads, {self.zero_key_trials} with W_K = 0, "
+                f"{self.tied_trials} with ties); softmax gap {self.softmax_gap:.3g}")
+
+
+def _random_int_heads(rng, d, max_heads, max_s, bound, zero_key):
+    h = int(rng.integers(1, max_heads + 1))
+    heads = []
+    for _ in range(h):
+        s = int(rng.integers(1, max_s + 1))
+        W = [rng.integers(-bound, bound + 1, size=shape) for shape in ((s, d), (s, d), (s, d), (d, s))]
+        if zero_key:
+            W[1] = np.zeros((s, d), dtype=np.int64)
+        heads.append(AttentionHead(*W))
+    return heads
+
+
+def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_heads: int = 4,
+                                 max_s: int = 3, bound: int = 5) -> HardmaxReport:
+    """Verify the counter-example exactly (rational arithmetic) over random integer weights.
+
+    For each trial, draws 1..``max_heads`` heads of size 1..``max_s`` with integer entries in
+    ``[-bound, bound]`` (every fifth trial with ``W_K = 0``, where hardmax returns the plain mean),
+    runs exact hardmax attention on both sequences and compares the outputs at the shared tokens.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    trials, d, max_heads, max_s, bound : int
+
+    Returns
+    -------
+    HardmaxReport
+
+    References
+    ----------
+    Theorem 1 of Kajitsuka & Sato (2024); :ref:`ch-hardmax`.
+    """
+    rng = check_rng("rng", rng)
+    trials = check_int("trials", trials, low=1)
+    d = check_int("d", d, low=1)
+    max_heads = check_int("max_heads", max_heads, low=1)
+    max_s = check_int("max_s", max_s, low=1)
+    bound = check_int("bound", bound, low=1)
+    X1, X2 = hardmax_counterexample(d)
+    mismatches = zero = tied = 0
+    for t in range(trials):
+        zero_key = t % 5 == 4
+        zero += zero_key
+        heads = _random_int_heads(rng, d, max_heads, max_s, bound, zero_key)
+        Y1, P1 = multihead_attention(X1, heads, kind="hardmax", exact=True, return_weights=True)
+        Y2 = multihead_attention(X2, heads, kind="hardmax", exact=True)
+        tied += any(any(sum(1 for x in P[:, k] if x != 0) > 1 for k in range(4)) for P in P1)
+        if not (np.all(Y1[:, 0] == Y2[:, 0]) and np.all(Y1[:, 3] == Y2[:, 3])):
+            mismatches += 1
+    # softmax separates the same pair (one fixed head, d = 1 projection on the first coordinate)
+    e = np.zeros((1, d))
+    e[0, 0] = 1.0
+    head = AttentionHead(W_Q=0.3 * e, W_K=e, W_V=e, W_O=e.T)
+    S1 = multihead_attention(X1.astype(float), [head])
+    S2 = multihead_attention(X2.astype(float), [head])
+    return HardmaxReport(
+        trials=trials, mismatches=mismatches, max_heads=max_heads, zero_key_trials=zero,
+        tied_trials=tied, softmax_outputs=(float(S1[0, 0]), float(S2[0, 0])),
+        softmax_gap=float(np.linalg.norm(S1[:, 0] - S2[:, 0])),
+    )

@@ -1,0 +1,58 @@
+"""The benchmark harness (`python -m sattn bench`) lives in the package and runs from any folder."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import sattn
+import sattn.experiments.bench as bench
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _env():
+    """The environment of a user who installed sattn: importable, whatever the working folder."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def test_bench_is_a_module_of_the_package():
+    pkg = Path(sattn.__file__).resolve().parent
+    assert Path(bench.__file__).resolve().parent == pkg / "experiments"
+    assert callable(bench.main) and callable(bench.compare) and callable(bench.peak_memory)
+
+
+def test_cli_bench_help_from_another_working_directory(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "sattn", "bench", "--help"], cwd=tmp_path,
+                         env=_env(), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "--quick" in res.stdout and "--out" in res.stdout
+
+
+def test_quick_bench_writes_consistent_results(tmp_path):
+    out = tmp_path / "results.json"
+    res = subprocess.run([sys.executable, "-m", "sattn", "bench", "--quick", "--out", str(out)],
+                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(out.read_text())
+    assert r["quick"] is True
+    (c,) = r["comparisons"]
+    assert c["L"] == 256 and 1 <= c["d"] <= c["L"]
+    # every draw of both engines was decided, and the stage tally accounts for each fast draw
+    assert sum(c["fast"]["stages"].values()) == c["draws"] == 20
+    assert set(c["fast"]["stages"]) <= {"stage1", "screen", "confirm"}
+    for engine in ("reference", "fast"):
+        e = c[engine]
+        assert 0 <= e["successes"] <= c["draws"]
+        assert e["total_s"] >= e["draws_s"] > 0 and e["setup_s"] > 0
+    fl = c["floor"]
+    assert fl["per_draw_s"] == fl["gaussian_s"] + fl["block_gemm_s"] > 0
+    assert abs(c["speedup"] - c["reference"]["total_s"] / c["fast"]["total_s"]) < 1e-9
+    assert c["far_below"]["draws"] >= 1 and c["far_below"]["d"] < c["d"]
+    (m,) = r["memory"]
+    assert m["L"] == 3072 and 0 < m["peak_rss_MB"] < 2048
+    assert r["targets"]["peak_memory_under_2GB"] is True
+    assert r["targets"]["speedup_512>=20"] is None     # the quick run does not measure L = 512

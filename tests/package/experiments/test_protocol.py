@@ -1,0 +1,231 @@
+"""Tests of sattn.experiments.setups, .store and .protocol: tasks, the resumable runner, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sattn.__main__ import main as cli_main
+from sattn.experiments.engine import ENGINE_VERSION
+from sattn.experiments.protocol import fit_log, load_figure, reproduce, run_task
+from sattn.experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
+from sattn.experiments.store import StoreError, TaskStore, _sha256_file
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
+
+
+def test_fit_log_recovers_exact_curve():
+    L = np.arange(512, 3073, 256)
+    a, b, r2 = fit_log(L, 7.5 * np.log(L) - 3.0)
+    assert (round(a, 6), round(b, 6), round(r2, 9)) == (7.5, -3.0, 1.0)
+    with pytest.raises(ValueError, match="equal length"):
+        fit_log([1, 2, 3], [1, 2])
+
+
+def test_run_task_is_deterministic_and_reports_the_protocol():
+    t = make_tasks("fig3", "quick", setups=["k1-g1-e3-0.5"], lengths=[128])[0]
+    r1, r2 = run_task(t), run_task(t)
+    assert r1["result"] == r2["result"]
+    levels = r1["result"]["levels"]
+    assert [lv[0] for lv in levels] == list(range(t.grid[0], levels[-1][0] + 1, t.grid[2]))
+    assert all(lv[1] == t.n_draws and not lv[2] for lv in levels[:-1])   # failing levels: all draws
+    assert levels[-1][2] == 1 and r1["result"]["d_min"] == levels[-1][0]
+
+
+# --------------------------------------------------------------------------- store and runner
+def test_jobs_do_not_change_results(tmp_path):
+    m1 = reproduce("fig3", jobs=1, out=tmp_path / "j1", progress=False, **TINY)
+    m2 = reproduce("fig3", jobs=2, out=tmp_path / "j2", progress=False, **TINY)
+    c1 = (tmp_path / "j1" / "fig3.csv").read_bytes()
+    assert c1 == (tmp_path / "j2" / "fig3.csv").read_bytes()
+    assert m1["checksums"]["csv"] == m2["checksums"]["csv"]
+    assert len(m1["computed"]) == 4 and not m1["reused"]
+    # a second run recomputes nothing
+    m3 = reproduce("fig3", jobs=1, out=tmp_path / "j1", progress=False, **TINY)
+    assert not m3["computed"] and len(m3["reused"]) == 4
+    assert (tmp_path / "j1" / "fig3.csv").read_bytes() == c1
+
+
+def test_resume_after_sigkill_recomputes_no_finished_task(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "sattn", "reproduce", "fig3", "--profile", "quick",
+           "--setups", "k1-g1-e3-0.5", "k2-g2-e7-0.5", "--lengths", "192", "256",
+           "--jobs", "1", "--no-progress", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tdir = out / "tasks" / "fig3"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if tdir.is_dir() and len(list(tdir.glob("*.json"))) >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = {p.name: p.read_bytes() for p in tdir.glob("*.json")}
+    assert 1 <= len(finished) < 4
+    assert not (out / "fig3.csv").exists()
+    rerun = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    man = json.loads((out / "fig3_manifest.json").read_text())
+    computed = {f"{t}.json" for t in man["computed"]}
+    assert computed.isdisjoint(finished)                        # nothing recomputed
+    assert {f"{t}.json" for t in man["reused"]} == set(finished)
+    assert len(computed) + len(finished) == 4                    # nothing lost or duplicated
+    for name, data in finished.items():                          # finished files untouched
+        assert (tdir / name).read_bytes() == data
+    assert not list(tdir.glob(".tmp-*"))
+    # the resumed CSV equals an uninterrupted run's
+    ref = reproduce("fig3", profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"],
+                    lengths=[192, 256], jobs=2, out=tmp_path / "ref", progress=False)
+    assert (out / "fig3.csv").read_bytes() == (tmp_path / "ref" / "fig3.csv").read_bytes()
+    assert ref["checksums"]["csv"] == man["checksums"]["csv"]
+
+
+def test_corrupted_task_file_is_a_clear_error(tmp_path):
+    reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+              setups=["k1-g1-e3-0.5"], lengths=[128])
+    f = next((tmp_path / "tasks" / "fig3").glob("*.json"))
+    good = f.read_bytes()
+    (tmp_path / "fig3_manifest.json").unlink()          # isolate the task-file check
+    f.write_bytes(good.replace(b'"d_min":', b'"d_min": 1 +', 1)[:-5])
+    with pytest.raises(StoreError, match="corrupted result file"):
+        reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+                  setups=["k1-g1-e3-0.5"], lengths=[128])
+    rec = json.loads(good)
+    rec["payload"]["result"]["d_min"] += 4                # valid JSON, wrong checksum
+    f.write_text(json.dumps(rec))
+    with pytest.raises(StoreError, match="SHA-256"):
+        reproduce("fig3", jobs=1, out=tmp_path, progress=False, profile="quick",
+                  setups=["k1-g1-e3-0.5"], lengths=[128])
+    assert f.read_text() == json.dumps(rec)              # nothing was overwritten
+
+
+def test_corrupted_manifest_or_csv_is_a_clear_error(tmp_path):
+    kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
+              lengths=[128])
+    reproduce("fig3", **kw)
+    csv = tmp_path / "fig3.csv"
+    csv.write_text(csv.read_text() + "\n")
+    with pytest.raises(StoreError, match="checksum"):
+        reproduce("fig3", **kw)
+    (tmp_path / "fig3_manifest.json").write_text("{not json")
+    with pytest.raises(StoreError, match="corrupted manifest"):
+        reproduce("fig3", **kw)
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda m: m["checksums"].update(tasks=list(m["checksums"]["tasks"])), "checksums must map"),
+    (lambda m: m["checksums"].update(csv=None), "checksums must map"),
+    (lambda m: m.update(runs="two"), "runs must be a number"),
+    (lambda m: m.update(wall_seconds_all_runs=None), "wall_seconds_all_runs must be a number"),
+])
+def test_manifest_with_wrong_types_is_a_clear_error(tmp_path, edit, msg):
+    """Valid JSON whose fields have the wrong types: a StoreError before anything is computed
+    or written (it used to be an AttributeError, or a TypeError after the CSV was rewritten)."""
+    kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
+              lengths=[128])
+    reproduce("fig3", **kw)
+    mpath = tmp_path / "fig3_manifest.json"
+    man = json.loads(mpath.read_text())
+    edit(man)
+    mpath.write_text(json.dumps(man))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(StoreError, match=msg):
+        reproduce("fig3", **kw)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_fig5_refuses_to_overwrite_corrupted_outputs(tmp_path):
+    reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    man = tmp_path / "fig5_manifest.json"
+    good = man.read_bytes()
+    assert reproduce("fig5", out=tmp_path, progress=False, profile="quick")["L"] == 64  # valid
+    npz = tmp_path / "fig5_maps.npz"
+    npz.write_bytes(npz.read_bytes()[:-10])
+    with pytest.raises(StoreError, match="fig5_maps.npz does not match"):
+        reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    man.write_text("{not json")
+    with pytest.raises(StoreError, match="corrupted manifest"):
+        reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    assert man.read_text() == "{not json"                 # nothing was overwritten
+    man.write_bytes(good)
+    npz.unlink()                                          # a missing map is recomputed
+    reproduce("fig5", out=tmp_path, progress=False, profile="quick")
+    assert load_figure("fig5", tmp_path)["L"] == 64       # checksums match again
+
+
+def test_parameter_mismatch_is_refused(tmp_path):
+    t = make_tasks("fig3", "quick", setups=["k1-g1-e3-0.5"], lengths=[128])[0]
+    store = TaskStore(tmp_path)
+    payload = run_task(t)
+    payload["params"]["grid"] = [8, 128, 8]
+    store.save(t, payload)
+    with pytest.raises(StoreError, match="different parameters"):
+        store.load(t)
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["reproduce", "fig9"], "unknown figure 'fig9'"),
+    (["reproduce", "fig5", "--setups", "nope"], "apply to fig3 and fig4 only"),
+    (["reproduce", "fig5", "--lengths", "16"], "apply to fig3 and fig4 only"),
+    (["reproduce", "fig3", "--setups", "nope"], "unknown setup name"),
+    (["reproduce", "fig3", "--lengths", "256", "128"], "strictly increasing"),
+    (["reproduce", "fig3", "--lengths", "128", "128"], "strictly increasing"),
+    (["reproduce", "fig3", "--lengths", "16"], "outside the supported range"),
+    (["reproduce", "fig3", "--lengths", "70000"], "outside the supported range"),
+    (["reproduce", "fig3", "--profile", "huge"], "unknown profile"),
+    (["reproduce", "fig3", "--jobs", "0"], "jobs must be"),
+])
+def test_cli_bad_input(argv, msg, capsys, tmp_path):
+    assert cli_main(argv + ["--out", str(tmp_path)]) == 2
+    assert msg in capsys.readouterr().err
+    assert not (tmp_path / "fig3.csv").exists()
+    assert not (tmp_path / "fig5.csv").exists()
+
+
+def test_cli_setups_unknown_profile(capsys):
+    assert cli_main(["setups", "--profile", "huge"]) == 2
+    assert "unknown profile 'huge'" in capsys.readouterr().err
+
+
+def test_bad_grid_and_empty_lengths():
+    with pytest.raises(ExperimentError, match="at least one L"):
+        make_tasks("fig3", "quick", lengths=[])
+    bad = replace(PROFILES["quick"], grids={n: (40, 20, 4) for n in SETUPS})
+    with pytest.raises(ExperimentError, match="non-increasing"):
+        make_tasks("fig3", bad)
+    with pytest.raises(ExperimentError, match="at least one setup"):
+        make_tasks("fig3", "quick", setups=[])
+
+
+@pytest.mark.parametrize("figure", ["fig3", "fig4", "fig5"])
+def test_shipped_data_matches_its_manifest(figure):
+    """The committed data/ files are complete, pass their checksums and match the paper profile."""
+    data = ROOT / "data"
+    assert (data / f"{figure}_manifest.json").exists(), (
+        f"data/{figure}_manifest.json is missing: run `python -m sattn reproduce {figure} "
+        "--profile paper` and commit data/")
+    rows = load_figure(figure, data)                     # verifies the CSV checksum
+    man = json.loads((data / f"{figure}_manifest.json").read_text())
+    assert man["profile"] == "paper"
+    assert man["versions"]["engine"] == ENGINE_VERSION, "data made by another engine version"
+    if figure == "fig5":
+        assert rows["M"].shape == rows["A"].shape == (rows["L"], rows["L"])
+        return
+    for name, digest in man["checksums"]["tasks"].items():
+        assert _sha256_file(data / "tasks" / figure / name) == digest
+    expected = {t.task_id for t in make_tasks(figure, "paper")}
+    assert {f"{figure}_{r['setup']}_L{r['L']}_Q{r['Q']:g}" for r in rows} == expected
+    assert all(r["d_min"] is not None and r["levels_tried"] > 1 for r in rows)

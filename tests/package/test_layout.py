@@ -1,0 +1,188 @@
+"""The package's layout: imports go one way, none is function-local, the flat API is complete.
+
+Every module's imports are read with ``ast`` (nothing is executed), so a violation is reported with
+the file, the line and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import sattn
+from sattn import _version
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "sattn"
+
+#: The layers, bottom first. A module may import from a lower layer, or from an earlier module of
+#: its own unit (the modules of a unit are listed in their import order); units of the same layer
+#: never import each other (Part I and Part II are independent, and neither uses the presentation
+#: helpers).
+LAYERS = [
+    {"sattn._version": [], "sattn._validate": [], "sattn.results": []},
+    {"sattn.attention": [], "sattn.layers": []},
+    {"sattn.patterns": ["sparse", "criteria", "construction", "optimize"],
+     "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
+     "sattn.presentation": ["plotting", "widgets"]},
+    {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "protocol", "bench"]},
+    {"sattn.__main__": []},
+    {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
+]
+
+
+def _place(module: str):
+    """``(layer, unit, position in the unit)`` of a module ``sattn.x.y``."""
+    for rank, units in enumerate(LAYERS):
+        for unit, order in units.items():
+            if module == unit:
+                return rank, unit, -1             # a subpackage's __init__ (or a one-module unit)
+            if module.startswith(unit + "."):
+                name = module[len(unit) + 1:]
+                return rank, unit, order.index(name) if name in order else None
+    return None
+
+
+def _modules():
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(REPO).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path
+
+
+def _imports(module: str, path: Path):
+    """``(line, imported module, in a function or class?, relative?)`` for every import."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    here = module.split(".") if is_pkg else module.split(".")[:-1]
+    out = []
+
+    def visit(node, nested):
+        for child in ast.iter_child_nodes(node):
+            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                 ast.Lambda))
+            if isinstance(child, ast.Import):
+                out.extend((child.lineno, a.name, nested, False) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = here[: len(here) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                    if not child.module:          # from . import x: modules x of that package
+                        out.extend((child.lineno, f"{target}.{a.name}", nested, True)
+                                   for a in child.names)
+                        continue
+                else:
+                    target = child.module
+                out.append((child.lineno, target, nested, bool(child.level)))
+            visit(child, inner)
+
+    visit(tree, False)
+    return out
+
+
+MODULES = list(_modules())
+
+
+def test_every_module_has_a_place_in_the_layers():
+    unplaced = [m for m, _ in MODULES if _place(m) is None or _place(m)[2] is None]
+    assert not unplaced, f"modules missing from LAYERS in {__file__}: {unplaced}"
+
+
+def test_no_module_named_utils():
+    assert not [m for m, _ in MODULES if m.split(".")[-1] in ("utils", "util", "helpers", "misc")]
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_imports_go_one_way(module, path):
+    rank, unit, pos = _place(module)
+    bad = []
+    for line, target, _, relative in _imports(module, path):
+        if target != "sattn" and not target.startswith("sattn."):
+            continue                              # numpy, scipy, the standard library, ...
+        if module != "sattn" and (target == "sattn" or not relative):
+            bad.append(f"line {line}: imports {target} absolutely or from the package root "
+                       "(use a relative import from a lower layer)")
+            continue
+        placed = _place(target)
+        if placed is None:
+            bad.append(f"line {line}: imports {target}, which is not in LAYERS")
+            continue
+        t_rank, t_unit, t_pos = placed
+        if module == "sattn":
+            continue                              # the flat API may import every layer
+        if t_rank > rank:
+            bad.append(f"line {line}: {module} (layer {rank}) imports {target} (layer {t_rank}), "
+                       "an upward import")
+        elif t_rank == rank and t_unit != unit:
+            bad.append(f"line {line}: {module} imports {target}, a sibling unit of the same layer")
+        elif t_unit == unit and not (t_pos is not None and 0 <= t_pos < pos):
+            bad.append(f"line {line}: {module} imports {target}, which is not an earlier module of "
+                       f"{unit} (order: {LAYERS[rank][unit]})")
+    assert not bad, f"{path.relative_to(REPO)}:\n  " + "\n  ".join(bad)
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_no_function_local_imports(module, path):
+    local = [(line, target) for line, target, nested, _ in _imports(module, path) if nested]
+    assert not local, (f"{path.relative_to(REPO)}: imports inside a function or class "
+                       f"(move them to the top of the module): {local}")
+
+
+def test_the_import_checker_sees_violations(tmp_path):
+    """The checker itself: an upward, an absolute and a function-local import are all found."""
+    bad = tmp_path / "sattn" / "patterns" / "sparse.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from ..experiments import engine\nimport sattn\n\n\ndef f():\n"
+                   "    from .criteria import check_rows\n    return check_rows\n")
+    found = _imports("sattn.patterns.sparse", bad)
+    assert (1, "sattn.experiments", False, True) in found
+    assert (2, "sattn", False, False) in found
+    assert (6, "sattn.patterns.criteria", True, True) in found
+    assert _place("sattn.experiments")[0] > _place("sattn.patterns.sparse")[0]
+
+
+def test_flat_api_is_complete_and_points_to_the_defining_modules():
+    for name in sattn.__all__:
+        obj = getattr(sattn, name)
+        module = getattr(obj, "__module__", None)
+        if module is None or not isinstance(obj, type) and not callable(obj):
+            continue                              # constants (SETUPS, PROFILES)
+        assert module.startswith("sattn.") and module != "sattn", (name, module)
+        assert getattr(importlib.import_module(module), name) is obj, (name, module)
+        assert not any(p.startswith("_") for p in module.split(".")[1:]), (
+            f"sattn.{name} is defined in the private module {module}")
+
+
+def test_version_comes_from_the_package_metadata():
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert sattn.__version__ == version("sattn") == meta["version"]
+    assert _version._source_version() == meta["version"]
+
+
+def test_chapters_use_the_flat_api_only():
+    """Chapters import ``sattn`` or names from it, never its modules (private ones least of all)."""
+    pat = re.compile(r"^\s*(?:from\s+sattn\.\w|import\s+sattn\.)|\bsattn\._\w", re.M)
+    bad = {}
+    for md in sorted((REPO / "chapters").glob("*.md")):
+        cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", md.read_text(), re.S)
+        hits = [m.group(0).strip() for c in cells for m in pat.finditer(c)]
+        if hits:
+            bad[md.name] = hits
+    assert not bad, f"chapters must use `import sattn` / `from sattn import name`: {bad}"
+
+
+def test_command_line_runs_outside_the_repository(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "sattn", "setups", "--profile", "quick"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "k1-g1-e3-0.9" in res.stdout
