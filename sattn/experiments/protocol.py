@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import math
 import os
 import sys
@@ -55,13 +54,14 @@ from .setups import (
 from .store import (
     StoreError,
     TaskStore,
-    _atomic_write,
     _check_existing_manifest,
     _check_fig5_outputs,
     _sha256_bytes,
     _sha256_file,
     _versions,
     _write_csv,
+    read_manifest,
+    write_manifest,
 )
 from .target import draw_generator
 
@@ -191,7 +191,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
     store = TaskStore(out / "tasks" / figure)
-    previous = _check_existing_manifest(out, figure, store)
+    previous, missing = _check_existing_manifest(out, figure, store)
     store.clean_temporaries()
     payloads = {}
     for t in tasks:
@@ -247,15 +247,14 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
         "computed": sorted(computed),
         "reused": sorted(reused),
+        "recovered": sorted(os.path.splitext(n)[0] for n in missing),
         "command": " ".join(sys.argv) if sys.argv else "",
         "checksums": {
             "csv": _sha256_bytes(csv_bytes),
             "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
         },
     }
-    _atomic_write(out / f"{figure}_manifest.json",
-                  json.dumps(manifest, indent=1, sort_keys=True).encode())
-    return manifest
+    return write_manifest(out / f"{figure}_manifest.json", manifest)
 
 
 # ----------------------------------------------------------------------------- Figure 5
@@ -307,8 +306,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
         "command": " ".join(sys.argv) if sys.argv else "",
         "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
     }
-    _atomic_write(out / "fig5_manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
-    return manifest
+    return write_manifest(out / "fig5_manifest.json", manifest)
 
 
 # ----------------------------------------------------------------------------- loading, fits
@@ -331,8 +329,14 @@ def load_figure(figure, data_dir="data", *, verify=True):
     for p in (cpath, mpath):
         if not p.exists():
             raise StoreError(f"{p} is missing; run `python -m sattn reproduce {figure}` first")
-    man = json.loads(mpath.read_bytes())
-    if verify and _sha256_file(cpath) != man["checksums"]["csv"]:
+    man = read_manifest(mpath, remedy=f"restore it (e.g. from git) or run `python -m sattn "
+                                      f"reproduce {figure}` to rebuild it.")
+    sums = man.get("checksums")
+    if not (isinstance(sums, dict) and all(isinstance(sums.get(k), str)
+                                           for k in (("csv", "npz") if figure == "fig5" else ("csv",)))):
+        raise StoreError(f"corrupted manifest {mpath}: its checksums are missing or not SHA-256 "
+                         "strings; restore it (e.g. from git)")
+    if verify and _sha256_file(cpath) != sums["csv"]:
         raise StoreError(f"{cpath} does not match its manifest checksum")
     with open(cpath, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -348,7 +352,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
             r["d_min"] = int(r["d_min"]) if r["d_min"] != "" else None
     if figure == "fig5":
         npz = data_dir / "fig5_maps.npz"
-        if verify and _sha256_file(npz) != man["checksums"]["npz"]:
+        if verify and _sha256_file(npz) != sums["npz"]:
             raise StoreError(f"{npz} does not match its manifest checksum")
         with np.load(npz) as z:
             return {"A": z["A"], "M": z["M"], **rows[0], "manifest": man}

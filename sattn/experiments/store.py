@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import platform
+import warnings
 from pathlib import Path
 
 import joblib
@@ -22,11 +23,18 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["StoreError", "TaskStore"]
+__all__ = ["StoreError", "StoreWarning", "TaskStore", "read_manifest", "write_manifest"]
+
+#: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
+MANIFEST_DIGEST = "manifest_sha256"
 
 
 class StoreError(RuntimeError):
     """A stored result or manifest is corrupted or inconsistent; nothing was overwritten."""
+
+
+class StoreWarning(UserWarning):
+    """A finished result listed in a manifest was missing and has been recomputed."""
 
 
 def _canonical(obj) -> bytes:
@@ -134,14 +142,58 @@ def _versions() -> dict:
             "engine": ENGINE_VERSION, "platform": platform.platform()}
 
 
+def write_manifest(path, manifest: dict) -> dict:
+    """Write ``manifest`` atomically with its own checksum (``manifest_sha256``); return it."""
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
+    body[MANIFEST_DIGEST] = _sha256_bytes(_canonical({k: v for k, v in body.items()
+                                                      if k != MANIFEST_DIGEST}))
+    _atomic_write(Path(path), json.dumps(body, indent=1, sort_keys=True).encode())
+    return body
+
+
+def read_manifest(path, *, remedy: str) -> dict:
+    """Read a manifest written by :func:`write_manifest`, checking its own checksum.
+
+    Parameters
+    ----------
+    path : path
+        The manifest file.
+    remedy : str
+        What the reader should do if the manifest is corrupted (added to the error message).
+
+    Raises
+    ------
+    StoreError
+        If the file is not UTF-8 JSON, not an object, has no checksum of its own, or its content
+        does not match that checksum (a byte flip that still parses as JSON is caught here).
+    """
+    path = Path(path)
+    try:
+        man = json.loads(path.read_bytes())
+        if not isinstance(man, dict):
+            raise TypeError(f"a manifest is a JSON object, got {type(man).__name__}")
+        digest = man.get(MANIFEST_DIGEST)
+        if not isinstance(digest, str):
+            raise KeyError(f"{MANIFEST_DIGEST} (the manifest's own checksum) is missing")
+    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise StoreError(f"corrupted manifest {path} ({exc}). Nothing was overwritten; {remedy}") \
+            from exc
+    if _sha256_bytes(_canonical({k: v for k, v in man.items() if k != MANIFEST_DIGEST})) != digest:
+        raise StoreError(f"corrupted manifest {path}: its content does not match its own SHA-256 "
+                         f"({MANIFEST_DIGEST}). Nothing was overwritten; {remedy}")
+    return man
+
+
 def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     """Refuse to resume over a corrupted manifest or over result files that changed; return the
-    previous manifest (empty if none)."""
+    previous manifest (empty if none) and the names of listed results that are missing (they
+    are recomputed, with a :class:`StoreWarning`, and recorded as ``recovered``)."""
     mpath = out / f"{figure}_manifest.json"
     if not mpath.exists():
-        return {}
+        return {}, []
+    remedy = (f"the task results in {store.root} are intact. Delete the manifest to rebuild it.")
+    man = read_manifest(mpath, remedy=remedy)
     try:
-        man = json.loads(mpath.read_bytes())
         files = man["checksums"]["tasks"]
         csv_sum = man["checksums"]["csv"]
         # fields that are used below or carried into the next manifest must have their types
@@ -153,22 +205,27 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
                                or not isinstance(man[key], (int, float))):
                 raise TypeError(f"{key} must be a number, got {man[key]!r}")
     except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; the task "
-                         f"results in {store.root} are intact. Delete the manifest to rebuild it.") \
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; {remedy}") \
             from exc
+    missing = []
     for name, digest in files.items():
         p = store.root / name
         if not p.exists():
-            raise StoreError(f"manifest {mpath} lists the finished result {p}, which is missing. "
-                             "Restore it (e.g. from git) or delete the manifest to accept the loss.")
+            missing.append(name)
+            continue
         if _sha256_file(p) != digest:
             raise StoreError(f"result file {p} does not match the checksum in {mpath}. "
                              "Nothing was overwritten; restore the file or delete it to recompute.")
     cpath = out / f"{figure}.csv"
     if cpath.exists() and _sha256_file(cpath) != csv_sum:
         raise StoreError(f"{cpath} does not match the checksum in {mpath} (edited or corrupted). "
-                         "Delete the CSV to regenerate it from the task results.")
-    return man
+                         "Nothing was overwritten; delete the CSV to regenerate it from the task "
+                         "results.")
+    if missing:
+        warnings.warn(f"{len(missing)} finished result(s) listed in {mpath} are missing and will be "
+                      f"recomputed (deterministic: same seeds, same results): {', '.join(missing)}",
+                      StoreWarning, stacklevel=3)
+    return man, missing
 
 
 def _check_fig5_outputs(out: Path):
@@ -177,13 +234,15 @@ def _check_fig5_outputs(out: Path):
     mpath = out / "fig5_manifest.json"
     if not mpath.exists():
         return
+    remedy = "delete it (or restore it from git) to recompute Figure 5."
+    man = read_manifest(mpath, remedy=remedy)
     try:
-        sums = json.loads(mpath.read_bytes())["checksums"]
+        sums = man["checksums"]
         if not all(isinstance(sums[k], str) for k in ("csv", "npz")):
             raise TypeError("checksums of csv and npz must be SHA-256 strings")
     except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; delete "
-                         "it (or restore it from git) to recompute Figure 5.") from exc
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; {remedy}") \
+            from exc
     for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
         p = out / name
         if p.exists() and _sha256_file(p) != sums[key]:

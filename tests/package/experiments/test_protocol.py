@@ -18,7 +18,7 @@ from sattn.__main__ import main as cli_main
 from sattn.experiments.engine import ENGINE_VERSION
 from sattn.experiments.protocol import fit_log, load_figure, reproduce, run_task
 from sattn.experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
-from sattn.experiments.store import StoreError, TaskStore, _sha256_file
+from sattn.experiments.store import StoreError, StoreWarning, TaskStore, _sha256_file, write_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
@@ -132,19 +132,55 @@ def test_corrupted_manifest_or_csv_is_a_clear_error(tmp_path):
     (lambda m: m.update(wall_seconds_all_runs=None), "wall_seconds_all_runs must be a number"),
 ])
 def test_manifest_with_wrong_types_is_a_clear_error(tmp_path, edit, msg):
-    """Valid JSON whose fields have the wrong types: a StoreError before anything is computed
-    or written (it used to be an AttributeError, or a TypeError after the CSV was rewritten)."""
+    """Valid JSON whose fields have the wrong types, re-signed so that the manifest's own checksum
+    passes: a StoreError before anything is computed or written (it used to be an AttributeError,
+    or a TypeError after the CSV was rewritten)."""
     kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
               lengths=[128])
     reproduce("fig3", **kw)
     mpath = tmp_path / "fig3_manifest.json"
     man = json.loads(mpath.read_text())
     edit(man)
-    mpath.write_text(json.dumps(man))
+    write_manifest(mpath, man)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     with pytest.raises(StoreError, match=msg):
         reproduce("fig3", **kw)
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_manifest_edited_without_its_checksum_is_refused(tmp_path):
+    """A manifest whose content changed but still parses (a byte flip in a number) no longer
+    matches its own SHA-256: refused before anything is written; load_figure refuses it too."""
+    kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
+              lengths=[128])
+    reproduce("fig3", **kw)
+    mpath = tmp_path / "fig3_manifest.json"
+    man = json.loads(mpath.read_text())
+    man["runs"] += 1
+    mpath.write_text(json.dumps(man))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for call in (lambda: reproduce("fig3", **kw), lambda: load_figure("fig3", tmp_path)):
+        with pytest.raises(StoreError, match="does not match its own SHA-256"):
+            call()
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_missing_listed_result_is_recomputed_with_a_warning(tmp_path):
+    """A finished result deleted after the manifest listed it (e.g. the remedy for a corrupted
+    file) is recomputed, identical, with a StoreWarning, and named in the manifest's recovered."""
+    kw = dict(jobs=1, out=tmp_path, progress=False, profile="quick", setups=["k1-g1-e3-0.5"],
+              lengths=[128, 160])
+    reproduce("fig3", **kw)
+    csv = (tmp_path / "fig3.csv").read_bytes()
+    victim = sorted((tmp_path / "tasks" / "fig3").glob("*.json"))[0]
+    data = victim.read_bytes()
+    victim.unlink()
+    with pytest.warns(StoreWarning, match="missing and will be recomputed"):
+        man = reproduce("fig3", **kw)
+    assert man["computed"] == man["recovered"] == [victim.stem]
+    # the same result (only the task's own wall time differs) and the same CSV
+    assert json.loads(victim.read_bytes())["payload"]["result"] == json.loads(data)["payload"]["result"]
+    assert (tmp_path / "fig3.csv").read_bytes() == csv
 
 
 def test_fig5_refuses_to_overwrite_corrupted_outputs(tmp_path):

@@ -25,9 +25,9 @@ import pytest
 
 from reliability import record
 from sattn import load_figure, reproduce
-from sattn.experiments import StoreError
+from sattn.experiments.store import StoreError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
 N_CORRUPTIONS = 48
 
