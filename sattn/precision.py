@@ -465,10 +465,11 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
     Criteria (6)-(7) and Algorithm 1 of Likhosherstov et al. (2021); Chapter
     :ref:`ch-finite-precision`.
     """
+    _check_mode(mode)
+    f = float_format(fmt)
     A = np.asarray(A, dtype=np.float64)
     causal = bool(approx.causal)
-    f = float_format(fmt)
-    if _check_mode(mode) == "weights":
+    if mode == "weights":
         X, WQ, WK = (round_to(a, f) for a in (approx.X, approx.W_Q, approx.W_K))
         G = (X @ WQ) @ (X @ WK).T
         if causal:
