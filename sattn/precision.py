@@ -38,8 +38,8 @@ import numpy as np
 from .attention import AttentionHead, FeedForward, hardmax, multihead_attention
 from .contextual import (
     RankOneContextualMapping,
-    contextual_mapping_report,
     hardmax_counterexample,
+    vocabulary,
 )
 from .criteria import check_approximation
 from .memorize import OneLayerTransformer, TwoLayerModel
@@ -285,14 +285,15 @@ def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
 
     Parameters
     ----------
-    Z : array_like, shape (d, n)
+    Z : array_like, shape (d, n) or (B, d, n)
+        One sequence, or a batch of sequences (evaluated independently).
     heads : list of AttentionHead
     fmt : str, int or FloatFormat
     kind : {"softmax", "hardmax"}
 
     Returns
     -------
-    numpy.ndarray, shape (d, n)
+    numpy.ndarray, shape of ``Z``
 
     References
     ----------
@@ -305,14 +306,21 @@ def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
     out = Z
     for h in heads:
         W_Q, W_K, W_V, W_O = (ar.r(np.asarray(w, dtype=np.float64)) for w in (h.W_Q, h.W_K, h.W_V, h.W_O))
-        S = ar.matmul(ar.matmul(W_K, Z).T, ar.matmul(W_Q, Z))
-        P = ar.softmax(S, axis=0) if kind == "softmax" else ar.r(hardmax(S))
+        S = ar.matmul(np.swapaxes(ar.matmul(W_K, Z), -1, -2), ar.matmul(W_Q, Z))  # S[.., l, k]: key l, query k
+        if kind == "softmax":
+            P = ar.softmax(S, axis=-2)
+        elif S.ndim == 2:
+            P = ar.r(hardmax(S))
+        else:
+            P = ar.r(np.stack([hardmax(Sb) for Sb in S]))
         out = ar.add(out, ar.matmul(ar.matmul(W_O, ar.matmul(W_V, Z)), P))
     return out
 
 
 def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
     """``H + W2 relu(W1 H + b1) + b2`` in the format (products, bias adds, skip, all rounded).
+
+    ``H`` has shape (d, n) or (B, d, n).
 
     References
     ----------
@@ -326,12 +334,12 @@ def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
 
 
 def model_in(model, X, fmt) -> np.ndarray:
-    """Evaluate a Part II model on one sequence ``X`` (d, n) with its whole forward pass in the format.
+    """Evaluate a Part II model on a sequence with its whole forward pass in the format.
 
     Parameters
     ----------
     model : RankOneContextualMapping, OneLayerTransformer or TwoLayerModel
-    X : array_like, shape (d, n)
+    X : array_like, shape (d, n) or (B, d, n)
     fmt : str, int or FloatFormat
 
     References
@@ -389,10 +397,33 @@ def _check_mode(mode):
 
 
 def _outputs(model, Xs, fmt, mode):
-    if _check_mode(mode) == "forward":
-        return [model_in(model, X, fmt) for X in Xs]
+    _check_mode(mode)
+    Z = np.stack([np.asarray(X, dtype=np.float64) for X in Xs])
+    if mode == "forward":
+        return list(model_in(model, Z, fmt))
     rounded = round_model(model, fmt)  # a weight may overflow to inf: evaluate without validation
-    return [model_in(rounded, round_to(X, fmt), "float64") for X in Xs]
+    return list(model_in(rounded, round_to(Z, fmt), "float64"))
+
+
+def _min_separation(Xs, outs) -> float:
+    """Smallest distance between output columns that a contextual mapping must separate (vectorized).
+
+    A pair must be separated when its input tokens differ, or when they are equal but the two
+    sequences have different vocabularies (Definition 2); ``inf`` if there is no such pair.
+    """
+    cols = np.concatenate([np.asarray(X, dtype=np.float64).T for X in Xs])
+    vocab_ids: dict = {}
+    vid = np.concatenate([[vocab_ids.setdefault(vocabulary(X), len(vocab_ids))] * X.shape[1] for X in Xs])
+    same_token = (cols[:, None, :] == cols[None, :, :]).all(axis=2)
+    must = ~same_token | (vid[:, None] != vid[None, :])
+    np.fill_diagonal(must, False)
+    if not must.any():
+        return math.inf
+    Y = np.concatenate([np.asarray(o, dtype=np.float64).T for o in outs])
+    if not np.isfinite(Y).all():
+        return 0.0
+    D = np.sqrt(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2))
+    return float(D[must].min())
 
 
 # ----------------------------------------------------------------------------------------
@@ -554,8 +585,7 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
             Y1 = multihead_attention(round_to(X1, f), heads, kind="hardmax")
             Y2 = multihead_attention(round_to(X2, f), heads, kind="hardmax")
         else:
-            Y1 = column_attention_in(X1, heads, f, kind="hardmax")
-            Y2 = column_attention_in(X2, heads, f, kind="hardmax")
+            Y1, Y2 = column_attention_in(np.stack([X1, X2]), heads, f, kind="hardmax")
         survive += bool(np.array_equal(Y1[:, [0, 3]], Y2[:, [0, 3]]))
     e = np.zeros((1, d))
     e[0, 0] = 1.0
@@ -607,8 +637,8 @@ def hardmax_bits_needed(rng, *, trials: int = 200, d: int = 2, max_heads: int = 
 def contextual_precision(cm: RankOneContextualMapping, Xs, fmt, *, mode: str = "forward") -> PrecisionReport:
     """The rank-1 contextual mapping in a format: are all context ids still distinct?
 
-    The outputs are computed in the format and checked with
-    :func:`~sattn.contextual.contextual_mapping_report`; the criterion is that every pair of
+    The outputs are computed in the format and checked as
+    :func:`~sattn.contextual.contextual_mapping_report` does (vectorized); the criterion is that every pair of
     output columns that a contextual mapping must separate is still separated (distance > 0),
     so that a token-wise layer can still read the context. ``margin`` is the smallest such
     distance; ``value`` is its ratio to the float64 one (1 = untouched).
@@ -619,9 +649,8 @@ def contextual_precision(cm: RankOneContextualMapping, Xs, fmt, *, mode: str = "
     """
     f = float_format(fmt)
     outs = _outputs(cm, Xs, f, mode)
-    rep = contextual_mapping_report(Xs, outs)
-    ref = contextual_mapping_report(Xs, [cm(X) for X in Xs]).min_distance
-    dist = rep.min_distance if np.all([np.isfinite(o).all() for o in outs]) else 0.0
+    dist = _min_separation(Xs, outs)
+    ref = _min_separation(Xs, [cm(X) for X in Xs])
     return PrecisionReport("rank-1 contextual mapping", f.name, mode, ok=dist > 0, margin=dist,
                            value=dist / ref,
                            criterion="every pair to separate stays apart; margin: smallest distance")
