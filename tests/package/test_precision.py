@@ -138,3 +138,23 @@ def test_universal_approximation_in_float32():
     U = np.random.default_rng(1).random((100, 1, 2))
     assert P.approximation_precision(model, f, U, "float32").ok
     assert not P.approximation_precision(model, f, U, "bfloat16").ok
+
+
+def test_vectorized_separation_matches_contextual_mapping_report():
+    Xs, Ys = _dataset(5)
+    model, _ = sattn.memorize(Xs, Ys, np.random.default_rng(1))
+    cm = model.attention
+    for fmt in ("float64", "float16"):
+        outs = [P.model_in(cm, X, fmt) for X in Xs]
+        ref = sattn.contextual_mapping_report(Xs, outs).min_distance
+        assert P.contextual_precision(cm, Xs, fmt).margin == pytest.approx(ref, rel=1e-12, abs=0)
+
+
+def test_batched_forward_equals_one_sequence_at_a_time():
+    Xs, Ys = _dataset(6)
+    model, _ = sattn.memorize(Xs, Ys, np.random.default_rng(1))
+    Z = np.stack(Xs)
+    for fmt in ("bfloat16", 13):
+        batch = P.model_in(model, Z, fmt)
+        for b, X in enumerate(Xs):
+            assert np.array_equal(batch[b], P.model_in(model, X, fmt))
