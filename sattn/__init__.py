@@ -5,7 +5,7 @@ protocol (:mod:`sattn.results`) at the bottom; then the attention matrices (:mod
 row convention) and layers (:mod:`sattn.layers`, column convention); then the mathematics of
 Part I (:mod:`sattn.patterns`) and of Part II (:mod:`sattn.universality`), which do not import each
 other, beside the presentation helpers (:mod:`sattn.presentation`); then the experiments
-(:mod:`sattn.experiments`); then the command line (``python -m sattn``). Every public function
+(:mod:`sattn.experiments`) beside the constructions in finite precision (:mod:`sattn.precision`); then the command line (``python -m sattn``). Every public function
 cites the equation or theorem it implements and the chapter that explains it.
 
 The chapters use the flat API: every name in ``sattn.__all__`` is importable as ``sattn.<name>``.
@@ -109,6 +109,31 @@ from .experiments.engine import FastEngine
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
 from .experiments.reference import reference_level
 from .experiments.protocol import fit_log, load_figure, reproduce, run_task
+from .precision import (  # Part III: the constructions in finite precision
+    algorithm1_bits_needed,
+    algorithm1_precision,
+    approximation_precision,
+    attention_matrix_in,
+    column_attention_in,
+    contextual_bits_needed,
+    contextual_precision,
+    feed_forward_in,
+    float_format,
+    FloatFormat,
+    FormatArithmetic,
+    FORMATS,
+    hardmax_bits_needed,
+    hardmax_precision,
+    memorization_bits_needed,
+    memorization_precision,
+    model_in,
+    MODES,
+    PrecisionReport,
+    round_model,
+    round_to,
+    smallest_bits,
+    smallest_format,
+)
 
 __all__ = [
     "Approximation",
@@ -211,4 +236,27 @@ __all__ = [
     "reference_level",
     "reproduce",
     "run_task",
+    "FORMATS",
+    "MODES",
+    "FloatFormat",
+    "float_format",
+    "round_to",
+    "FormatArithmetic",
+    "PrecisionReport",
+    "attention_matrix_in",
+    "column_attention_in",
+    "feed_forward_in",
+    "model_in",
+    "round_model",
+    "algorithm1_precision",
+    "algorithm1_bits_needed",
+    "hardmax_precision",
+    "hardmax_bits_needed",
+    "contextual_precision",
+    "contextual_bits_needed",
+    "memorization_precision",
+    "memorization_bits_needed",
+    "approximation_precision",
+    "smallest_bits",
+    "smallest_format",
 ]

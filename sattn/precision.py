@@ -1,0 +1,811 @@
+"""The book's constructions in finite precision: float32, bfloat16, float16 and p-bit formats.
+
+Every construction of the book is built and verified in float64. This module asks whether it
+survives the arithmetic Transformers run in, in two modes:
+
+* ``"weights"`` (mode (a)): inputs and weights are rounded to the format, the arithmetic stays
+  float64 -- what storing a model in the format costs;
+* ``"forward"`` (mode (b)): the whole forward pass is computed in the format.
+
+**Accumulation model of mode (b).** Values live in the format after every elementary operation.
+An elementwise operation (``+ - * /``, ``exp``, ``max``, ``relu``) is evaluated in float64 on
+format values and rounded once to the format (round to nearest, ties to even). For ``+ - * /``
+this is the correctly rounded result IEEE arithmetic in the format gives (float64 carries more
+than ``2p + 2`` bits for every ``p <= 24``); ``exp`` is rounded from the float64 value. A matrix
+product or a sum (the softmax normaliser) is accumulated in float32 and rounded once to the
+format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32 (BLAS
+``sgemm``), in float64 for float64 and for the p-bit formats. float16 and bfloat16 have their
+finite range (overflow gives ``inf``, small values become subnormal or 0); rounding to them is
+done by the ``numpy.float16`` and ``ml_dtypes.bfloat16`` casts. A p-bit format (an integer
+``fmt``) has a p-bit significand and an unbounded exponent: the sweep behind the measured
+thresholds.
+
+Each construction has a check returning a :class:`PrecisionReport` (criterion, margin), a
+threshold search (:func:`smallest_bits`) and the book's a-priori estimate of the bits it needs
+(``*_bits_needed``), computed from the construction's own margins. The chapter
+:ref:`ch-finite-precision` explains and measures all of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from .layers import AttentionHead, FeedForward, hardmax, multihead_attention
+from .patterns.criteria import check_approximation
+from .universality.contextual import vocabulary
+from .universality.hardmax import hardmax_counterexample
+from .universality.memorize import OneLayerTransformer
+from .universality.rank_one import RankOneContextualMapping
+from .universality.universal import TwoLayerModel
+
+__all__ = [
+    "FORMATS",
+    "MODES",
+    "FloatFormat",
+    "float_format",
+    "round_to",
+    "FormatArithmetic",
+    "PrecisionReport",
+    "attention_matrix_in",
+    "column_attention_in",
+    "feed_forward_in",
+    "model_in",
+    "round_model",
+    "algorithm1_precision",
+    "algorithm1_bits_needed",
+    "hardmax_precision",
+    "hardmax_bits_needed",
+    "contextual_precision",
+    "contextual_bits_needed",
+    "memorization_precision",
+    "memorization_bits_needed",
+    "approximation_precision",
+    "smallest_bits",
+    "smallest_format",
+]
+
+#: The named formats, widest first.
+FORMATS = ("float64", "float32", "bfloat16", "float16")
+#: The two ways of putting a construction in a format.
+MODES = ("weights", "forward")
+
+_DTYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16,
+           "float16": np.float16}
+_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A floating-point format: name, significand bits ``p`` (with the implicit bit), range.
+
+    ``unit_roundoff`` is ``2**-p``, the largest relative error of rounding to nearest;
+    ``max`` the largest finite value (``inf`` for the p-bit formats, whose exponent is unbounded).
+    """
+
+    name: str
+    bits: int
+    max: float
+    accumulate: str
+
+    @property
+    def unit_roundoff(self) -> float:
+        """``u = 2**-p``."""
+        return 2.0 ** -self.bits
+
+
+def float_format(fmt) -> FloatFormat:
+    """The :class:`FloatFormat` named by ``fmt``.
+
+    Parameters
+    ----------
+    fmt : str, int or FloatFormat
+        One of :data:`FORMATS` (``"float64"``, ``"float32"``, ``"bfloat16"``, ``"float16"``), or an
+        integer ``p`` with ``2 <= p <= 53``: a p-bit significand with unbounded exponent.
+
+    Raises
+    ------
+    ValueError
+        On an unknown name (naming the allowed ones) or a ``p`` outside ``[2, 53]``.
+    TypeError
+        If ``fmt`` is neither a string, an integer nor a FloatFormat.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    if isinstance(fmt, FloatFormat):
+        return fmt
+    if isinstance(fmt, str):
+        if fmt not in _DTYPES:
+            raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)} or an integer "
+                             "number of significand bits 2..53")
+        dt = _DTYPES[fmt]
+        acc = {"float64": "float64", "float32": "float32"}.get(fmt, "float32")
+        return FloatFormat(fmt, _BITS[fmt], float(ml_dtypes.finfo(dt).max), acc)
+    if isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
+        if not 2 <= int(fmt) <= 53:
+            raise ValueError(f"a p-bit format needs 2 <= p <= 53, got p = {fmt}")
+        return FloatFormat(f"{int(fmt)}-bit", int(fmt), math.inf, "float64")
+    raise TypeError(f"format must be a name ({', '.join(FORMATS)}), an integer number of bits or a "
+                    f"FloatFormat, got {type(fmt).__name__} {fmt!r}")
+
+
+def round_to(x, fmt) -> np.ndarray:
+    """Round ``x`` to the nearest value of the format (ties to even); returned as float64.
+
+    Parameters
+    ----------
+    x : array_like
+        Real values (``inf``/``-inf`` pass through).
+    fmt : str, int or FloatFormat
+        See :func:`float_format`.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Every entry is representable in the format (overflow gives ``inf`` for the named formats).
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    f = float_format(fmt)
+    x = np.asarray(x, dtype=np.float64)
+    if f.name == "float64":
+        return x.copy()
+    if f.name in _DTYPES:
+        with np.errstate(over="ignore"):
+            return x.astype(_DTYPES[f.name]).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        m, e = np.frexp(x)
+        out = np.ldexp(np.round(np.ldexp(m, f.bits)), e - f.bits)
+    return np.where(np.isfinite(x), out, x)
+
+
+class FormatArithmetic:
+    """Elementary operations of one format, under the accumulation model of the module docstring.
+
+    Every method takes and returns float64 arrays whose entries are values of the format.
+
+    Parameters
+    ----------
+    fmt : str, int or FloatFormat
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision` (section "Two ways to be in a format").
+    """
+
+    def __init__(self, fmt):
+        self.format = float_format(fmt)
+
+    def r(self, x) -> np.ndarray:
+        """Round to the format."""
+        return round_to(x, self.format)
+
+    def _acc(self, fn, *args):
+        if self.format.accumulate == "float32":
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fn(*[np.asarray(a, dtype=np.float64).astype(np.float32) for a in args])
+            return self.r(out.astype(np.float64))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
+
+    def matmul(self, a, b) -> np.ndarray:
+        """``a @ b``: products summed in the accumulator, then rounded once."""
+        return self._acc(np.matmul, a, b)
+
+    def sum(self, a, axis) -> np.ndarray:
+        """A sum along ``axis`` (keeping it), accumulated like :meth:`matmul`."""
+        return self._acc(lambda x: x.sum(axis=axis, keepdims=True), a)
+
+    def _ew(self, fn, *args):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
+
+    def add(self, a, b):
+        """``a + b``, rounded."""
+        return self._ew(np.add, a, b)
+
+    def sub(self, a, b):
+        """``a - b``, rounded."""
+        return self._ew(np.subtract, a, b)
+
+    def mul(self, a, b):
+        """``a * b``, rounded."""
+        return self._ew(np.multiply, a, b)
+
+    def div(self, a, b):
+        """``a / b``, rounded."""
+        return self._ew(np.divide, a, b)
+
+    def exp(self, a):
+        """``exp(a)``, rounded."""
+        return self._ew(np.exp, a)
+
+    def relu(self, a):
+        """``max(a, 0)`` (exact)."""
+        return np.maximum(a, 0.0)
+
+    def softmax(self, S, axis) -> np.ndarray:
+        """Stable softmax along ``axis``: max subtracted, exp, sum, divide, each rounded."""
+        m = np.max(S, axis=axis, keepdims=True)
+        E = self.exp(self.sub(S, m))
+        return self.div(E, self.sum(E, axis))
+
+
+# ----------------------------------------------------------------------------------------
+# Forward passes in a format
+# ----------------------------------------------------------------------------------------
+
+def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray:
+    """``SAM(X)`` (row convention, Part I) computed in the format: logits, softmax, all rounded.
+
+    ``Q = X W_Q``, ``K = X W_K`` and ``G = Q K^T`` are matrix products of the format; the softmax
+    subtracts the row maximum, exponentiates, sums and divides, each step rounded. With
+    ``causal`` the entries above the diagonal are masked before the softmax (exactly 0).
+
+    Parameters
+    ----------
+    X : array_like, shape (L, d_hid)
+    W_Q, W_K : array_like, shape (d_hid, d)
+    fmt : str, int or FloatFormat
+    causal : bool, default False
+
+    Returns
+    -------
+    numpy.ndarray, shape (L, L)
+        The attention matrix, every entry a value of the format.
+
+    References
+    ----------
+    Eqs. (1)-(2) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
+    """
+    ar = FormatArithmetic(fmt)
+    X, W_Q, W_K = ar.r(X), ar.r(W_Q), ar.r(W_K)
+    G = ar.matmul(ar.matmul(X, W_Q), ar.matmul(X, W_K).T)
+    if causal:
+        G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
+    return ar.softmax(G, axis=1)
+
+
+def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
+    """Multi-head attention with skip connection (column convention, Part II) in the format.
+
+    ``Z + sum_h W_O W_V Z P_h`` with ``P_h`` the column softmax (or hardmax) of
+    ``(W_K Z)^T (W_Q Z)``; every product, the softmax and every sum rounded. The hardmax takes
+    the arg-max set of the *rounded* scores (rounding can create ties) and splits the weight
+    ``1/|M|`` (rounded) equally.
+
+    Parameters
+    ----------
+    Z : array_like, shape (d, n) or (B, d, n)
+        One sequence, or a batch of sequences (evaluated independently).
+    heads : list of AttentionHead
+    fmt : str, int or FloatFormat
+    kind : {"softmax", "hardmax"}
+
+    Returns
+    -------
+    numpy.ndarray, shape of ``Z``
+
+    References
+    ----------
+    Eq. (2) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
+    """
+    if kind not in ("softmax", "hardmax"):
+        raise ValueError(f"kind must be 'softmax' or 'hardmax', got {kind!r}")
+    ar = FormatArithmetic(fmt)
+    Z = ar.r(Z)
+    out = Z
+    for h in heads:
+        W_Q, W_K, W_V, W_O = (ar.r(np.asarray(w, dtype=np.float64)) for w in (h.W_Q, h.W_K, h.W_V, h.W_O))
+        S = ar.matmul(np.swapaxes(ar.matmul(W_K, Z), -1, -2), ar.matmul(W_Q, Z))  # S[.., l, k]: key l, query k
+        if kind == "softmax":
+            P = ar.softmax(S, axis=-2)
+        elif S.ndim == 2:
+            P = ar.r(hardmax(S))
+        else:
+            P = ar.r(np.stack([hardmax(Sb) for Sb in S]))
+        out = ar.add(out, ar.matmul(ar.matmul(W_O, ar.matmul(W_V, Z)), P))
+    return out
+
+
+def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
+    """``H + W2 relu(W1 H + b1) + b2`` in the format (products, bias adds, skip, all rounded).
+
+    ``H`` has shape (d, n) or (B, d, n).
+
+    References
+    ----------
+    Eq. (3) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
+    """
+    ar = FormatArithmetic(fmt)
+    H = ar.r(H)
+    W1, b1, W2, b2 = (ar.r(np.asarray(w, dtype=np.float64)) for w in (ffn.W1, ffn.b1, ffn.W2, ffn.b2))
+    hid = ar.relu(ar.add(ar.matmul(W1, H), b1[:, None]))
+    return ar.add(ar.add(H, ar.matmul(W2, hid)), b2[:, None])
+
+
+def model_in(model, X, fmt) -> np.ndarray:
+    """Evaluate a Part II model on a sequence with its whole forward pass in the format.
+
+    Parameters
+    ----------
+    model : RankOneContextualMapping, OneLayerTransformer or TwoLayerModel
+    X : array_like, shape (d, n) or (B, d, n)
+    fmt : str, int or FloatFormat
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    if isinstance(model, RankOneContextualMapping):
+        return column_attention_in(X, [model.head], fmt)
+    if isinstance(model, OneLayerTransformer):
+        ar = FormatArithmetic(fmt)
+        H = ar.r(X) if model.E is None else ar.add(ar.r(X), ar.r(model.E))
+        return feed_forward_in(column_attention_in(H, [model.attention.head], fmt), model.ffn, fmt)
+    if isinstance(model, TwoLayerModel):
+        H = feed_forward_in(X, model.ffn1, fmt)
+        return feed_forward_in(column_attention_in(H, [model.head], fmt), model.ffn2, fmt)
+    raise TypeError("model must be a RankOneContextualMapping, OneLayerTransformer or TwoLayerModel, "
+                    f"got {type(model).__name__}")
+
+
+def _round_head(h: AttentionHead, fmt) -> AttentionHead:
+    return AttentionHead(*(round_to(w, fmt) for w in (h.W_Q, h.W_K, h.W_V, h.W_O)))
+
+
+def _round_ffn(f: FeedForward, fmt) -> FeedForward:
+    return FeedForward(*(round_to(w, fmt) for w in (f.W1, f.b1, f.W2, f.b2)))
+
+
+def round_model(model, fmt):
+    """A copy of a Part II model with every weight (and the positional encoding) rounded.
+
+    Evaluating the copy with its own ``__call__`` (float64 arithmetic) on a rounded input is
+    mode (a), "weights".
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    if isinstance(model, RankOneContextualMapping):
+        return dataclasses.replace(model, head=_round_head(model.head, fmt))
+    if isinstance(model, OneLayerTransformer):
+        att = dataclasses.replace(model.attention, head=_round_head(model.attention.head, fmt))
+        E = None if model.E is None else round_to(model.E, fmt)
+        return OneLayerTransformer(attention=att, ffn=_round_ffn(model.ffn, fmt), E=E)
+    if isinstance(model, TwoLayerModel):
+        return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=_round_head(model.head, fmt),
+                             ffn2=_round_ffn(model.ffn2, fmt), K=model.K)
+    raise TypeError("model must be a RankOneContextualMapping, OneLayerTransformer or TwoLayerModel, "
+                    f"got {type(model).__name__}")
+
+
+def _check_mode(mode):
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    return mode
+
+
+def _outputs(model, Xs, fmt, mode):
+    _check_mode(mode)
+    Z = np.stack([np.asarray(X, dtype=np.float64) for X in Xs])
+    if mode == "forward":
+        return list(model_in(model, Z, fmt))
+    rounded = round_model(model, fmt)  # a weight may overflow to inf: evaluate without validation
+    return list(model_in(rounded, round_to(Z, fmt), "float64"))
+
+
+def _min_separation(Xs, outs) -> float:
+    """Smallest distance between output columns that a contextual mapping must separate (vectorized).
+
+    A pair must be separated when its input tokens differ, or when they are equal but the two
+    sequences have different vocabularies (Definition 2); ``inf`` if there is no such pair.
+    """
+    cols = np.concatenate([np.asarray(X, dtype=np.float64).T for X in Xs])
+    vocab_ids: dict = {}
+    vid = np.concatenate([[vocab_ids.setdefault(vocabulary(X), len(vocab_ids))] * X.shape[1] for X in Xs])
+    same_token = (cols[:, None, :] == cols[None, :, :]).all(axis=2)
+    must = ~same_token | (vid[:, None] != vid[None, :])
+    np.fill_diagonal(must, False)
+    if not must.any():
+        return math.inf
+    Y = np.concatenate([np.asarray(o, dtype=np.float64).T for o in outs])
+    if not np.isfinite(Y).all():
+        return 0.0
+    D = np.sqrt(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2))
+    return float(D[must].min())
+
+
+# ----------------------------------------------------------------------------------------
+# Reports
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    """Does a construction's criterion hold in a format, and with what margin?
+
+    Attributes
+    ----------
+    construction : str
+    format : str
+    mode : str
+        "weights" or "forward".
+    ok : bool
+        The criterion holds.
+    margin : float
+        How far inside the criterion it is (``>= 0`` iff it holds, for criteria with a threshold;
+        ``> 0`` iff it holds for separations); its unit is in ``criterion``.
+    criterion : str
+        The criterion in words, with the margin's unit.
+    value : float
+        The measured quantity the criterion bounds (error, separation, log-ratio).
+    """
+
+    construction: str
+    format: str
+    mode: str
+    ok: bool
+    margin: float
+    criterion: str
+    value: float
+
+    @property
+    def message(self) -> str:
+        """One line: verdict, margin, measured value."""
+        return (f"{self.construction} in {self.format} ({self.mode}): "
+                f"{'holds' if self.ok else 'FAILS'}, margin {self.margin:.3g}; {self.criterion}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionReport:
+    """Criteria (6)-(7) for Algorithm 1's input ``X`` in a format.
+
+    "weights": ``X``, ``W_Q``, ``W_K`` are rounded and the logits computed in float64, then checked
+    with :func:`sattn.check_approximation`. "forward": the attention matrix is computed
+    in the format (:func:`attention_matrix_in`) and the criteria are checked on ``log M`` (an
+    entry that underflowed to 0 off the support satisfies (7); on the support it fails (6)).
+
+    Parameters
+    ----------
+    approx : Approximation
+        From :func:`sattn.approximate` (its ``causal`` flag is used).
+    A : array_like, shape (L, L)
+        The target pattern.
+    fmt : str, int or FloatFormat
+    mode : {"weights", "forward"}
+
+    Returns
+    -------
+    PrecisionReport
+        ``margin = min(margin6, margin7)`` in nats (log of a ratio of weights).
+
+    References
+    ----------
+    Criteria (6)-(7) and Algorithm 1 of Likhosherstov et al. (2021); Chapter
+    :ref:`ch-finite-precision`.
+    """
+    _check_mode(mode)
+    f = float_format(fmt)
+    A = np.asarray(A, dtype=np.float64)
+    causal = bool(approx.causal)
+    if mode == "weights":
+        X, WQ, WK = (round_to(a, f) for a in (approx.X, approx.W_Q, approx.W_K))
+        G = (X @ WQ) @ (X @ WK).T
+        if causal:
+            G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
+        dead = False
+    else:
+        M = attention_matrix_in(approx.X, approx.W_Q, approx.W_K, f, causal=causal)
+        dead = bool(((A > 0) & ~(M > 0)).any()) or not np.isfinite(M).all()
+        with np.errstate(divide="ignore"):
+            G = np.log(np.where(np.isfinite(M), M, 1.0))
+        G = np.where(np.isneginf(G), -1e300, G)
+        if causal:
+            G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
+    rep = check_approximation(G, A, approx.eps1, approx.eps2, causal=causal)
+    margin = -math.inf if dead else min(rep.margin6, rep.margin7)
+    name = "Algorithm 1 input (causal)" if causal else "Algorithm 1 input"
+    return PrecisionReport(name, f.name, mode, ok=rep.ok and not dead, margin=margin,
+                           criterion="criteria (6)-(7); margin min(margin6, margin7) in nats",
+                           value=rep.ratio_spread)
+
+
+def algorithm1_bits_needed(approx) -> float:
+    """The book's estimate of the significand bits Algorithm 1's input needs in a forward pass.
+
+    First-order rounding analysis: the logit ``G_lj`` is a dot product with condition number
+    ``K = max_lj sum_i |q_li k_ji|``; rounding ``X`` and accumulating cost at most ``(2K + |G|) u``;
+    subtracting the row maximum, ``exp`` and the division add about ``(|G - max| + 3) u`` to
+    ``log M``. A criterion compares two log-weights of a row, so it survives when twice that
+    error is below the float64 margin ``m = min(margin6, margin7)``:
+    ``p >= log2(2 (2K + 2 max|G| + 3) / m)``.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision` (its estimate for Part I).
+    """
+    Q = approx.X @ approx.W_Q
+    K = approx.X @ approx.W_K
+    cond = float((np.abs(Q) @ np.abs(K).T).max())
+    gmax = float(np.abs(Q @ K.T).max())
+    m = min(approx.report.margin6, approx.report.margin7)
+    return math.log2(2 * (2 * cond + 2 * gmax + 3) / m)
+
+
+def _draw_int_heads(rng, d, max_heads, max_s, bound, zero_key):
+    h = int(rng.integers(1, max_heads + 1))
+    heads = []
+    for _ in range(h):
+        s = int(rng.integers(1, max_s + 1))
+        W = [rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
+             for shape in ((s, d), (s, d), (s, d), (d, s))]
+        if zero_key:
+            W[1] = np.zeros((s, d))
+        heads.append(AttentionHead(*W))
+    return heads
+
+
+def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int = 4,
+                      max_s: int = 3, bound: int = 5, mode: str = "forward") -> PrecisionReport:
+    """The hardmax counter-example in a format, over random integer heads.
+
+    For each trial, draws heads as :func:`sattn.check_hardmax_counterexample` does
+    (integer weights in ``[-bound, bound]``, every fifth trial with ``W_K = 0``) and computes
+    hardmax attention on both sequences of :func:`sattn.hardmax_counterexample` in the
+    format ("forward"; "weights" only rounds the integers, which every format holds exactly up to
+    ``2**p``). The impossibility survives when every head returns the same output at both shared
+    tokens; rounding can break it by merging scores into ties in one sequence only. The report's
+    ``value`` is the fraction of heads for which it survives; ``margin`` is the softmax gap of the
+    fixed head ``W_Q = 0.3 e_1`` (softmax still separates the pair) computed in the format.
+
+    References
+    ----------
+    Theorem 1 of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
+    """
+    f = float_format(fmt)
+    _check_mode(mode)
+    X1, X2 = (X.astype(np.float64) for X in hardmax_counterexample(d))
+    survive = 0
+    for t in range(trials):
+        heads = _draw_int_heads(rng, d, max_heads, max_s, bound, t % 5 == 4)
+        if mode == "weights":
+            heads = [_round_head(h, f) for h in heads]
+            Y1 = multihead_attention(round_to(X1, f), heads, kind="hardmax")
+            Y2 = multihead_attention(round_to(X2, f), heads, kind="hardmax")
+        else:
+            Y1, Y2 = column_attention_in(np.stack([X1, X2]), heads, f, kind="hardmax")
+        survive += bool(np.array_equal(Y1[:, [0, 3]], Y2[:, [0, 3]]))
+    e = np.zeros((1, d))
+    e[0, 0] = 1.0
+    head = AttentionHead(W_Q=0.3 * e, W_K=e, W_V=e, W_O=e.T)
+    if mode == "weights":
+        h = _round_head(head, f)
+        S1, S2 = (multihead_attention(round_to(X, f), [h]) for X in (X1, X2))
+    else:
+        S1, S2 = (column_attention_in(X, [head], f) for X in (X1, X2))
+    gap = float(np.linalg.norm(S1[:, 0] - S2[:, 0]))
+    frac = survive / trials
+    return PrecisionReport("hardmax counter-example", f.name, mode, ok=frac == 1.0 and gap > 0,
+                           margin=gap, value=frac,
+                           criterion=(f"hardmax equal at the shared tokens for {survive}/{trials} heads; "
+                                      "margin: softmax gap at x(1)"))
+
+
+def hardmax_bits_needed(rng, *, trials: int = 200, d: int = 2, max_heads: int = 4, max_s: int = 3,
+                        bound: int = 5) -> float:
+    """The book's estimate of the bits the hardmax counter-example needs.
+
+    Rounding is monotone, so the arg-max of a query can only change by a *new tie*: two distinct
+    scores ``s != s'`` of one column rounding to the same value, which needs
+    ``|s - s'| / |s| < 2 u``. With ``rho`` the smallest relative gap between distinct scores of a
+    column (over the drawn heads, both sequences), ties cannot appear once
+    ``p >= log2(2 / rho)``; and all integer intermediates (scores, outputs) are exact once
+    ``2**p`` exceeds the largest of them. The estimate is the smaller of the two.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    X1, X2 = (X.astype(np.float64) for X in hardmax_counterexample(d))
+    rho, big = math.inf, 1.0
+    for t in range(trials):
+        for h in _draw_int_heads(rng, d, max_heads, max_s, bound, t % 5 == 4):
+            for X in (X1, X2):
+                S = (h.W_K @ X).T @ (h.W_Q @ X)
+                out = h.W_O @ (h.W_V @ X)
+                big = max(big, float(np.abs(S).max()), float(np.abs(out).max()) * X.shape[1])
+                for k in range(S.shape[1]):
+                    col = np.unique(S[:, k])
+                    if col.size > 1:
+                        rel = np.diff(col) / np.maximum(np.abs(col[1:]), np.abs(col[:-1]))
+                        rho = min(rho, float(rel.min()))
+    return min(math.log2(2 / rho), math.log2(big + 1))
+
+
+def contextual_precision(cm: RankOneContextualMapping, Xs, fmt, *, mode: str = "forward") -> PrecisionReport:
+    """The rank-1 contextual mapping in a format: are all context ids still distinct?
+
+    The outputs are computed in the format and checked as
+    :func:`sattn.contextual_mapping_report` does (vectorized); the criterion is that every pair of
+    output columns that a contextual mapping must separate is still separated (distance > 0),
+    so that a token-wise layer can still read the context. ``margin`` is the smallest such
+    distance; ``value`` is its ratio to the float64 one (1 = untouched).
+
+    References
+    ----------
+    Definition 2 and Theorem 2 of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
+    """
+    f = float_format(fmt)
+    outs = _outputs(cm, Xs, f, mode)
+    dist = _min_separation(Xs, outs)
+    ref = _min_separation(Xs, [cm(X) for X in Xs])
+    return PrecisionReport("rank-1 contextual mapping", f.name, mode, ok=dist > 0, margin=dist,
+                           value=dist / ref,
+                           criterion="every pair to separate stays apart; margin: smallest distance")
+
+
+def contextual_bits_needed(cm: RankOneContextualMapping, Xs) -> float:
+    """The book's estimate of the bits the rank-1 contextual mapping needs.
+
+    Output column ``k`` is ``x_k + scale v g_k``: two ids of the same token differ by
+    ``delta = scale |v| |g_k(X) - g_k(X')|``, but the skip connection's addition rounds them to
+    the grid of spacing about ``2 u |x_k|``, and ``g_k`` itself carries an error of about
+    ``u (2 lam max a^2 + 3) max|a|`` through the softmax. The ids stay distinct while twice the
+    rounding error is below ``delta``: ``p >= log2(2 (r + scale |v| (2 lam a_max^2 + 3) a_max) / delta)``
+    with ``delta`` the measured float64 separation (:meth:`~sattn.RankOneContextualMapping.verify`).
+
+    References
+    ----------
+    Theorem 2 of Kajitsuka & Sato (2024) (book's version); Chapter :ref:`ch-finite-precision`.
+    """
+    rep = cm.verify(Xs)
+    amax = max(float(np.abs(cm.v @ X).max()) for X in Xs)
+    r = max(float(np.abs(X).max()) for X in Xs)
+    err = r + cm.scale * float(np.linalg.norm(cm.v)) * (2 * cm.lam * amax**2 + 3) * amax
+    delta = rep.min_distance_same_token
+    return math.log2(2 * err / delta)
+
+
+def memorization_precision(model: OneLayerTransformer, Xs, Ys, fmt, *, mode: str = "forward",
+                           tol: float = 0.5) -> PrecisionReport:
+    """One-layer memorization in a format: is every output still within ``tol`` of its label?
+
+    With integer class labels, ``tol = 1/2`` means that rounding the output recovers every
+    label. ``margin = tol - max_error``; ``value`` is the largest error (``inf`` on overflow).
+
+    References
+    ----------
+    Theorems 3-4 of Kajitsuka & Sato (2024) (book's versions); Chapter :ref:`ch-finite-precision`.
+    """
+    f = float_format(fmt)
+    outs = _outputs(model, Xs, f, mode)
+    err = max(float(np.abs(o - np.asarray(Y, dtype=np.float64)).max()) if np.isfinite(o).all() else math.inf
+              for o, Y in zip(outs, Ys))
+    name = "memorization (positions)" if model.E is not None else "memorization"
+    return PrecisionReport(name, f.name, mode, ok=err < tol, margin=tol - err, value=err,
+                           criterion=f"max |F(X) - Y| < {tol:g}; margin {tol:g} - max error")
+
+
+def memorization_bits_needed(model, Xs, *, tol: float = 0.5) -> float:
+    """The book's estimate of the bits a memorizing layer (or a T_2 model's FFN2) needs.
+
+    The FFN maps an id ``h`` to ``h + W2 relu(W1 h + b1) + b2``; its output can only be trusted to
+    ``u C`` with ``C = max_h (S |u|.|h| + sum_m |W2[:, m]| relu_m)``: the first term is the id's own
+    rounding error amplified by the largest slope ``S`` (the ids' spacing ``min_gap`` appears
+    through ``S ~ label step / min_gap``), the second the cancellation inside the sum of ReLUs.
+    The labels survive while ``u C < tol``: ``p >= log2(C / tol)``, with ``C`` evaluated on the
+    float64 ids of the training inputs.
+
+    Parameters
+    ----------
+    model : OneLayerTransformer or TwoLayerModel
+    Xs : list of (d, n) arrays
+    tol : float
+
+    References
+    ----------
+    Theorem 3 of Kajitsuka & Sato (2024) (book's version); Chapter :ref:`ch-finite-precision`.
+    """
+    if isinstance(model, OneLayerTransformer):
+        ffn, head = model.ffn, model.attention.head
+        Hs = [multihead_attention(X if model.E is None else X + model.E, [head]) for X in Xs]
+    elif isinstance(model, TwoLayerModel):
+        ffn = model.ffn2
+        Hs = [multihead_attention(_ffn64(X, model.ffn1), [model.head]) for X in Xs]
+    else:
+        raise TypeError(f"model must be a OneLayerTransformer or TwoLayerModel, got {type(model).__name__}")
+    W1, b1, W2 = (np.asarray(w, dtype=np.float64) for w in (ffn.W1, ffn.b1, ffn.W2))
+    u = W1[0]
+    S = float(np.abs(np.cumsum(W2.T, axis=0)).max())  # the slopes of the pieces (W2 holds their jumps)
+    C = 0.0
+    for H in Hs:
+        hid = np.maximum(W1 @ H + b1[:, None], 0.0)
+        C = max(C, float((S * (np.abs(u) @ np.abs(H)) + np.abs(W2) @ hid).max()))
+    return math.log2(max(C, 1.0) / tol)
+
+
+def _ffn64(X, ffn):
+    return X + ffn.W2 @ np.maximum(ffn.W1 @ X + ffn.b1[:, None], 0.0) + ffn.b2[:, None]
+
+
+def approximation_precision(model: TwoLayerModel, f, U, fmt, *, mode: str = "forward",
+                            reference: float | None = None, slack: float = 1.25,
+                            p: float = 2.0) -> PrecisionReport:
+    """The universal-approximation model in a format: does its ``d_p`` error stay in budget?
+
+    ``d_p(f, g)`` is estimated on the points ``U`` (B, 1, n) with the network evaluated in the
+    format; the criterion is ``d_p(f, g_fmt) <= slack * d_p(f, g_64)`` (with ``slack = 1.25``:
+    finite precision costs at most a quarter of the float64 accuracy). ``margin`` is
+    ``slack * d_64 - d_fmt``; ``value`` is ``d_fmt``.
+
+    References
+    ----------
+    Proposition 1 of Kajitsuka & Sato (2024) (book's construction); Chapter
+    :ref:`ch-finite-precision`.
+    """
+    fm = float_format(fmt)
+    U = np.asarray(U, dtype=np.float64)
+    fU = np.asarray(f(U), dtype=np.float64)
+
+    def dp(G):
+        if not np.isfinite(G).all():
+            return math.inf
+        return float(np.mean(np.sum(np.abs(G - fU) ** p, axis=(1, 2))) ** (1 / p))
+
+    d64 = dp(model.batch(U)) if reference is None else float(reference)
+    G = np.stack(_outputs(model, list(U), fm, mode))
+    dfmt = dp(G)
+    return PrecisionReport("universal approximation", fm.name, mode, ok=dfmt <= slack * d64,
+                           margin=slack * d64 - dfmt, value=dfmt,
+                           criterion=f"d_{p:g}(f, g) <= {slack:g} x its float64 value {d64:.3g}")
+
+
+def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
+    """The measured threshold: the smallest ``p`` such that ``check(p)`` holds for all ``p..high``.
+
+    ``check(p)`` returns a :class:`PrecisionReport` (or a bool) for the p-bit format. Scans
+    downwards from ``high`` and stops at the first failure, so a lucky isolated pass below a
+    failure is not counted. Returns ``None`` if it fails at ``high``.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    best = None
+    for bits in range(high, low - 1, -1):
+        res = check(bits)
+        ok = res.ok if isinstance(res, PrecisionReport) else bool(res)
+        if not ok:
+            break
+        best = bits
+    return best
+
+
+def smallest_format(check) -> str | None:
+    """The format with the fewest significand bits among :data:`FORMATS` for which ``check`` holds.
+
+    ``check(name)`` returns a :class:`PrecisionReport` or a bool. bfloat16 (8 bits) counts as
+    smaller than float16 (11 bits), although its range is wider; ``None`` if none holds.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    best = None
+    for name in FORMATS:
+        res = check(name)
+        ok = res.ok if isinstance(res, PrecisionReport) else bool(res)
+        if ok and (best is None or _BITS[name] < _BITS[best]):
+            best = name
+    return best
