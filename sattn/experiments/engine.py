@@ -148,11 +148,6 @@ class LevelResult(Result):
     rows_screened: int = 0
 
     @property
-    def success(self) -> bool:
-        """Deprecated alias of ``ok`` (kept until the chapters use ``ok``)."""
-        return self.ok
-
-    @property
     def message(self) -> str:
         """One line: the width, whether a draw succeeded, and how the draws were decided."""
         verdict = (f"a draw succeeded at draw {self.draws}" if self.ok

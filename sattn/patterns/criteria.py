@@ -96,8 +96,11 @@ class ApproximationReport(Result):
 
     @property
     def worst_zero_ratio(self) -> float:
-        """Largest ``M[l, j_off] / M[l, j_on]``, to compare with eps2 (may underflow to 0.0)."""
-        return math.exp(self.log_gap7) if self.log_gap7 > -np.inf else 0.0
+        """Largest ``M[l, j_off] / M[l, j_on]``, to compare with eps2 (may underflow to 0.0, and is
+        ``inf`` where the ratio exceeds the float range, ``log_gap7 > 709``)."""
+        if self.log_gap7 == -np.inf:
+            return 0.0
+        return math.exp(self.log_gap7) if self.log_gap7 < 709 else math.inf
 
     @property
     def message(self) -> str:
@@ -112,7 +115,7 @@ class ApproximationReport(Result):
         if self.worst_row7 is None:
             s7 = "(7) ok: no position off the support"
         else:
-            ratio = (f"{self.worst_zero_ratio:.3g}" if self.log_gap7 > -700
+            ratio = (f"{self.worst_zero_ratio:.3g}" if -700 < self.log_gap7 < 700
                      else f"exp({self.log_gap7:.4g})")
             s7 = (f"(7) {'ok' if self.ok7 else 'FAILS'}: worst zero/support ratio "
                   f"{ratio} {'<=' if self.ok7 else '>'} eps2 = {self.eps2:g} "

@@ -81,11 +81,6 @@ class OptimizedLogits(Result):
     method: str = "lbfgs"
 
     @property
-    def success(self) -> bool:
-        """Deprecated alias of :attr:`ok` (kept until the chapters use ``ok``)."""
-        return self.ok
-
-    @property
     def message(self) -> str:
         """One line: method, width, starts, and the criteria checked on ``Q K^T``."""
         return (f"{self.method} logits at d = {self.d} ({self.starts} start(s), loss "

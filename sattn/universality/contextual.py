@@ -277,11 +277,6 @@ class ContextualReport(Result):
     precision: str = "float64"
 
     @property
-    def holds(self) -> bool:
-        """Deprecated alias of :attr:`ok` (kept until the chapters use ``ok``)."""
-        return self.ok
-
-    @property
     def message(self) -> str:
         """One line: the verdict, the largest norm and the smallest separations against ``r`` and ``delta``."""
         parts = [f"max norm {self.max_norm:.4g}" + ("" if self.r is None else f" (r = {self.r:.4g})")]

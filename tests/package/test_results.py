@@ -123,16 +123,14 @@ def test_every_result_has_ok_a_one_line_message_and_prints_it():
     assert {r.ok for r in instances} == {True, False}      # both verdicts are exercised
 
 
-def test_deprecated_aliases_are_read_only_and_equal_ok():
-    """Kept for the chapters until they use ``ok``: LevelResult.success, OptimizedLogits.success,
-    ContextualReport.holds."""
+def test_old_verdict_names_are_gone():
+    """Every report says ``ok``; the module-specific names of the first edition (``success``,
+    ``holds``) are gone, so a chapter cannot mix them."""
     rng = np.random.default_rng(0)
     A = sattn.sample_sparse(8, 2, 2.0, rng)
     X1 = np.array([[1.0, 0.0, 2.0], [0.0, 1.5, 0.0]])
     eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
-    for obj, alias in [(eng.level(40, 3, 0, (1,)), "success"),
-                       (sattn.moment_curve_logits(A, 1.0, 0.5), "success"),
-                       (sattn.contextual_mapping_report([X1], [X1], r=10.0), "holds")]:
-        assert getattr(obj, alias) is obj.ok
-        with pytest.raises(AttributeError):
-            setattr(obj, alias, not obj.ok)
+    for obj in [eng.level(40, 3, 0, (1,)), sattn.moment_curve_logits(A, 1.0, 0.5),
+                sattn.contextual_mapping_report([X1], [X1], r=10.0)]:
+        assert isinstance(obj.ok, bool)
+        assert not hasattr(obj, "success") and not hasattr(obj, "holds"), type(obj).__name__

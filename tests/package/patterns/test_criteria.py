@@ -10,6 +10,7 @@ import scipy.sparse as sps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sattn
 from sattn import (
     check_approximation,
     check_approximation_explicit,
@@ -181,3 +182,17 @@ def test_merge_rejects_mixed_tolerances():
 def test_bad_input_is_named_not_guessed(call, exc, message):
     with pytest.raises(exc, match=message):
         call()
+
+
+def test_report_of_a_huge_zero_ratio_prints_instead_of_overflowing():
+    """A logit gap above 709 nats (the moment curve in float64 at L >= 512, chapter 8) made
+    ``worst_zero_ratio`` raise OverflowError, and with it ``message``, ``str`` and ``sattn.check``."""
+    L = 4
+    A = np.eye(L)
+    G = np.zeros((L, L))
+    G[0, 1] = 800.0  # an off-support logit 800 nats above the support's
+    rep = sattn.check_approximation(G, A, 1.0, 0.5)
+    assert not rep.ok7 and rep.worst_zero_ratio == np.inf
+    assert "exp(800)" in rep.message and str(rep) == rep.message
+    with pytest.raises(sattn.ClaimFailed, match="exp\\(800\\)"):
+        sattn.check(rep, "criterion (7)")
