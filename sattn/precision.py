@@ -37,6 +37,7 @@ import numpy as np
 
 from .layers import AttentionHead, FeedForward, hardmax, multihead_attention
 from .patterns.criteria import check_approximation
+from .results import Result
 from .universality.contextual import vocabulary
 from .universality.hardmax import hardmax_counterexample
 from .universality.memorize import OneLayerTransformer
@@ -430,7 +431,7 @@ def _min_separation(Xs, outs) -> float:
 # ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class PrecisionReport:
+class PrecisionReport(Result):
     """Does a construction's criterion hold in a format, and with what margin?
 
     Attributes
@@ -463,9 +464,6 @@ class PrecisionReport:
         """One line: verdict, margin, measured value."""
         return (f"{self.construction} in {self.format} ({self.mode}): "
                 f"{'holds' if self.ok else 'FAILS'}, margin {self.margin:.3g}; {self.criterion}")
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionReport:

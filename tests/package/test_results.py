@@ -55,6 +55,7 @@ RESULT_CLASSES = {
     "ApproximationReport", "Approximation", "OptimizedLogits", "WidthSearch", "PatternReport",
     "SeparationReport", "ContextualReport", "HardmaxReport", "ProjectionReport",
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
+    "PrecisionReport",
 }
 
 
@@ -102,6 +103,7 @@ def _instances():
         sattn.two_layer_approximation(lambda U: U ** 2, 2, 3, rng, samples=50)[1],
         eng.draw(40, sattn.draw_generator(0, (0,))),
         eng.level(40, 5, 0, (1,)),
+        sattn.algorithm1_precision(appr, A, "float32"),
     ]
 
 

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ import pytest
 
 from reliability import record
 from sattn import load_figure, reproduce
-from sattn.experiments.store import StoreError
+from sattn.experiments.store import StoreError, StoreWarning
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
@@ -107,7 +108,13 @@ def test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss(clean
             # the remedy the message gives: delete the damaged file, run again
             (out / name).unlink()
             try:
-                man = reproduce("fig3", jobs=1, out=out, progress=False, **TINY)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", StoreWarning)
+                    man = reproduce("fig3", jobs=1, out=out, progress=False, **TINY)
+                if (kind == "task file") != any(issubclass(w.category, StoreWarning) for w in caught):
+                    failures.append(f"{case}: recovery {'gave no' if kind == 'task file' else 'gave a'} "
+                                    "warning about a recomputed result")
+                    continue
             except StoreError as again:
                 failures.append(f"{case}: after deleting the file as told, the run still refused: {again}")
                 continue
