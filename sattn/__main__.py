@@ -1,7 +1,7 @@
 """Command line of :mod:`sattn`.
 
     python -m sattn reproduce fig3|fig4|fig5 [--setups ...] [--lengths ...] [--jobs N]
-                                             [--profile quick|paper] [--out DIR] [--no-progress]
+                                             [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
     python -m sattn bench [--quick] [--out benchmarks/results.json]
     python -m sattn setups
 
@@ -63,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")
     r.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
-    r.add_argument("--profile", default="quick", help="quick (default) or paper")
-    r.add_argument("--out", default=None, help="output folder (default data/ or data/quick/)")
+    r.add_argument("--profile", default="quick", help="quick (default), paper or paper-q1")
+    r.add_argument("--out", default=None,
+                   help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_reproduce)
 

@@ -160,7 +160,8 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     jobs : int, default 1
         Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
     out : path, optional
-        Output folder; default ``data`` for the paper profile, ``data/quick`` otherwise.
+        Output folder; default the profile's (``data`` for "paper", ``data/q1`` for "paper-q1",
+        ``data/quick`` for "quick").
     progress : bool, default True
         Show a tqdm progress bar.
 
@@ -181,7 +182,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
-    out = Path(out) if out is not None else Path("data" if prof.name == "paper" else "data/quick")
+    out = Path(out) if out is not None else Path(prof.out)
     if figure == "fig5":
         if setups is not None or lengths is not None:
             raise ExperimentError(

@@ -102,6 +102,7 @@ class Profile:
     fig4_lengths: tuple
     fig5: dict
     description: str
+    out: str = "data/quick"  # default output folder of ``reproduce`` for this profile
 
     def grid(self, setup: str) -> tuple:
         return self.grids[setup]
@@ -160,6 +161,22 @@ PROFILES: dict[str, Profile] = {
                      "setups of the book; Figure 3 uses ceil(L/10) draws per width (Q = 0.1, "
                      "reduced from the paper's Q = 1 to fit two shared CPU cores; Figure 4 "
                      "measures the effect of Q from 0.1 to 5 on two setups, L = 512..1536)."),
+        out="data",
+    ),
+    "paper-q1": Profile(
+        name="paper-q1",
+        lengths=tuple(range(512, 3072 + 1, 256)),
+        grids=_PAPER_GRIDS,
+        Q=1.0,
+        fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
+        fig4_Q=(1.0,),
+        fig4_lengths=(512, 1024, 1536),
+        fig5={"setup": "k2-g2-e7-0.5", "L": 128, "d_grid": (4, 128, 4)},
+        description=("Figure 3 as the paper ran it: the same twelve setups, L grid and d grids as "
+                     "the paper profile, with the paper's budget of ceil(L) draws per width "
+                     "(Q = 1). The same targets and the same first draws as the Q = 0.1 data, so "
+                     "d_min can only decrease."),
+        out="data/q1",
     ),
     "quick": Profile(
         name="quick",
