@@ -1,7 +1,11 @@
 """Bad input to every public callable of :mod:`sattn` (issue #16): a hypothesis-driven fuzz.
 
 Every name in ``sattn.__all__`` is either covered here (a small valid call plus a *kind* for each of
-its parameters) or listed in :data:`EXCLUDED` with the reason. For every covered parameter,
+its parameters) or listed in :data:`EXCLUDED` with the reason, whose first words say what the name is
+(a result class of the result protocol ``sattn.Result``, the protocol's base class, an exception
+class, a constant, a model or constants record returned by a function), and a test checks that it
+is so. The names are taken from the flat API, so the test does not depend on which subpackage a
+function lives in (``sattn.patterns``, ``sattn.universality``, ...). For every covered parameter,
 hypothesis draws values that the parameter's docstring unambiguously rules out (wrong types, wrong
 rank or shape, empty arrays, NaN and infinite entries, non-integral or boolean integers, sizes and
 probabilities out of range, unknown choice strings, sizes so large that the result could not be
@@ -35,6 +39,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import warnings
 from collections import Counter, defaultdict
 
@@ -42,6 +47,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -55,22 +61,27 @@ import sattn  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_EXAMPLES = 12  # generated bad values per parameter, on top of its fixed ones (one of each sort)
 
-#: Names of ``sattn.__all__`` that are not fuzzed, with the reason.
+#: Names of ``sattn.__all__`` that are not fuzzed, with the reason. The reason's first words say
+#: what the name is, and :func:`test_every_exclusion_is_what_it_says` checks it.
 EXCLUDED = {
-    # result records: only returned by the package's functions, never built by users
-    "Approximation": "result dataclass returned by approximate",
-    "Theorem1Constants": "result dataclass returned by theorem1_constants",
-    "ApproximationReport": "result dataclass returned by the criteria checkers",
-    "OptimizedLogits": "result dataclass returned by optimize_logits / moment_curve_logits",
-    "WidthSearch": "result dataclass returned by smallest_width",
-    "PatternReport": "result dataclass returned by the pattern validators",
-    "ContextualReport": "result dataclass returned by contextual_mapping_report",
-    "HardmaxReport": "result dataclass returned by check_hardmax_counterexample",
-    "ProjectionReport": "result dataclass returned by projection_vector",
-    "SeparationReport": "result dataclass returned by tokenwise_separation / check_separated",
-    "Theorem2Constants": "result dataclass returned by theorem2_constants",
-    "MemorizationReport": "result dataclass returned by memorize",
-    "UniversalApproximationReport": "result dataclass returned by two_layer_approximation",
+    # result records (sattn.Result subclasses): only returned by the package's functions, never
+    # built by users; tests/package/test_results.py checks each against the result protocol
+    "Approximation": "result class returned by approximate",
+    "ApproximationReport": "result class returned by the criteria checkers",
+    "OptimizedLogits": "result class returned by optimize_logits / moment_curve_logits",
+    "WidthSearch": "result class returned by smallest_width",
+    "PatternReport": "result class returned by the pattern validators",
+    "ContextualReport": "result class returned by contextual_mapping_report",
+    "HardmaxReport": "result class returned by check_hardmax_counterexample",
+    "ProjectionReport": "result class returned by projection_vector",
+    "SeparationReport": "result class returned by tokenwise_separation / check_separated",
+    "MemorizationReport": "result class returned by memorize",
+    "UniversalApproximationReport": "result class returned by two_layer_approximation",
+    "Result": "base class of the result protocol: no constructor parameters, so nothing to fuzz (its "
+              "subclasses are the result classes above; the protocol's checker, check, is fuzzed)",
+    # records that are not results (no verdict): returned by functions, never built by users
+    "Theorem1Constants": "constants dataclass returned by theorem1_constants",
+    "Theorem2Constants": "constants dataclass returned by theorem2_constants",
     "RankOneContextualMapping": "model returned by rank_one_contextual_mapping (built there, validated there)",
     "OneLayerTransformer": "model returned by memorize / memorize_with_positions",
     "TwoLayerModel": "model returned by two_layer_approximation",
@@ -325,6 +336,13 @@ def _ffn():
                              b2=np.zeros(2))
 
 
+class _Verdict:
+    """A report-like object (``ok``, ``message``) whose ``ok`` is not a bool: ``check`` refuses it."""
+
+    def __init__(self, ok):
+        self.ok, self.message = ok, "a report"
+
+
 def _report(eps2=0.5):
     return sattn.check_approximation(_G4(), _A4(), 1.0, eps2)
 
@@ -339,8 +357,6 @@ def _task():
 
 
 def _widget():
-    import ipywidgets
-
     return ipywidgets.IntSlider(value=1, min=0, max=3)
 
 
@@ -556,7 +572,9 @@ spec("two_layer_approximation", lambda: dict(f=np.square, n=2, K=2, rng=_rng(), 
 
 # ---- results, plotting, widgets
 spec("check", lambda: dict(condition=True, claim="it holds"),
-     condition=custom("verdict", ["yes", None, 1, 0.0, {"a": 1}, np.array([True, True]), 1 + 2j]),
+     condition=custom("verdict", ["yes", None, 1, 0.0, {"a": 1}, np.array([True, True]), 1 + 2j,
+                                  _Verdict("yes"), _Verdict(None), _Verdict(1),
+                                  _Verdict(np.array([True, True]))]),
      claim=string(nonempty=True))
 spec("apply_style", lambda: dict())
 spec("subplots", lambda: dict(nrows=1, ncols=1, width=1.0, height=1.0),
@@ -703,10 +721,27 @@ def test_every_public_name_is_covered_or_excluded():
         assert not extra, f"{name}: kinds for unknown parameters: {sorted(extra)}"
 
 
+def test_every_exclusion_is_what_it_says():
+    """An excluded name is what its reason says it is (a reason cannot hide a callable to fuzz)."""
+    for name, reason in EXCLUDED.items():
+        obj = getattr(sattn, name)
+        if reason.startswith("result class"):
+            assert isinstance(obj, type) and issubclass(obj, sattn.Result) and obj is not sattn.Result, name
+        elif reason.startswith("base class of the result protocol"):
+            assert obj is sattn.Result and not inspect.signature(obj).parameters, name
+        elif reason.startswith("exception class"):
+            assert isinstance(obj, type) and issubclass(obj, Exception), name
+        elif reason.startswith("dict constant"):
+            assert isinstance(obj, dict) and not callable(obj), name
+        elif reason.startswith(("constants dataclass", "model")):
+            assert dataclasses.is_dataclass(obj) or isinstance(obj, type), name
+            assert not issubclass(obj, sattn.Result), f"{name} is a Result: list it as a result class"
+        else:
+            raise AssertionError(f"{name}: the reason {reason!r} does not say what the name is")
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_the_valid_call_succeeds_quickly(name):
-    import time
-
     fn = getattr(sattn, name)
     valid, _ = SPECS[name]
     kwargs = valid()
