@@ -18,6 +18,8 @@ absorbed into ``W_Q`` (:prf:ref:`rem-temperature` shows this numerically).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validate import as_float_array, as_matrix
@@ -72,6 +74,9 @@ def causal_mask(L: int) -> np.ndarray:
     """
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
         raise ValueError(f"L must be a positive integer, got {L!r}")
+    if L > math.isqrt(np.iinfo(np.intp).max // 8):
+        raise ValueError(f"L must be at most {math.isqrt(np.iinfo(np.intp).max // 8)} (an L x L array "
+                         f"larger than that cannot be addressed), got {L}")
     return np.tri(int(L), dtype=bool)
 
 
@@ -102,6 +107,8 @@ def attention_logits(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
     Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     X, W_Q, W_K = _check_weights(X, W_Q, W_K)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     G = (X @ W_Q) @ (X @ W_K).T
     if causal:
         G = np.where(causal_mask(X.shape[0]), G, -np.inf)
@@ -182,6 +189,8 @@ def usam(X, W_Q, W_K, *, causal: bool = False, log: bool = False) -> np.ndarray:
     Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     G = attention_logits(X, W_Q, W_K, causal=causal)
+    if not isinstance(log, (bool, np.bool_)):
+        raise TypeError(f"log must be a bool, got {log!r} ({type(log).__name__})")
     if log:
         return G
     top = float(np.max(G))

@@ -50,6 +50,15 @@ class AttentionHead:
     W_V: np.ndarray
     W_O: np.ndarray
 
+    def __post_init__(self):
+        for nm in ("W_Q", "W_K", "W_V", "W_O"):  # validated, stored as given (exact heads keep Fractions)
+            W = getattr(self, nm)
+            try:
+                exact = np.asarray(W).dtype == object
+            except Exception:  # ragged: as_matrix names the argument
+                exact = False
+            _to_fraction_matrix(nm, W) if exact else as_matrix(nm, W)
+
 
 @dataclass(frozen=True)
 class FeedForward:
@@ -71,6 +80,10 @@ class FeedForward:
     b1: np.ndarray
     W2: np.ndarray
     b2: np.ndarray
+
+    def __post_init__(self):  # validated, stored as given
+        as_vector("b1", self.b1, size=as_matrix("W1", self.W1).shape[0])
+        as_vector("b2", self.b2, size=as_matrix("W2", self.W2).shape[0])
 
     @property
     def width(self) -> int:
@@ -250,6 +263,9 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    for nm, flag in (("exact", exact), ("return_weights", return_weights)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
     if exact and kind != "hardmax":
         raise ValueError("exact=True needs kind='hardmax' (softmax involves exp, which is not rational)")
     Z = _to_fraction_matrix("Z", Z) if exact else as_matrix("Z", Z)

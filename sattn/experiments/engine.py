@@ -234,6 +234,9 @@ class FastEngine:
         self.candidates = check_int("candidates", self.candidates, low=0)
         self.first_block = check_int("first_block", self.first_block, low=1)
         self.max_block = check_int("max_block", self.max_block, low=1)
+        if not isinstance(self.use_float32, (bool, np.bool_)):
+            raise TypeError(f"use_float32 must be a bool, got {self.use_float32!r} "
+                            f"({type(self.use_float32).__name__})")
         cap = max(1, (1 << 23) // t.L)
         self._max_block = max(1, min(self.max_block, cap))
         # partial sets J: supports of rows in one fixed random order until the target size

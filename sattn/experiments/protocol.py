@@ -35,6 +35,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from .._validate import as_vector
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .engine import FastEngine
@@ -89,6 +90,8 @@ def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key):
 
 def run_task(task: Task) -> dict:
     """Run one task with the fast engine and return its result record (JSON-serialisable)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (from make_tasks), got {type(task).__name__}")
     t0 = time.perf_counter()
     with _one_blas_thread():
         s = task.setup
@@ -180,6 +183,10 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     prof = get_profile(profile)
     if figure not in FIGURES:
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a path (str or os.PathLike), got {type(out).__name__}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be a bool, got {progress!r} ({type(progress).__name__})")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
     out = Path(out) if out is not None else Path(prof.out)
@@ -323,6 +330,10 @@ def load_figure(figure, data_dir="data", *, verify=True):
     StoreError
         Missing files or a checksum mismatch.
     """
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
+    if not isinstance(verify, (bool, np.bool_)):
+        raise TypeError(f"verify must be a bool, got {verify!r} ({type(verify).__name__})")
     data_dir = Path(data_dir)
     if figure not in FIGURES:
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
@@ -367,8 +378,10 @@ def fit_log(L, d):
     ----------
     Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); :ref:`ch-experiments`.
     """
-    L = np.asarray(L, dtype=float)
-    d = np.asarray(d, dtype=float)
+    L = as_vector("L", L)
+    d = as_vector("d", d)
+    if (L <= 0).any():
+        raise ValueError(f"L must hold positive lengths (ln L is fitted), got {L.tolist()}")
     if L.shape != d.shape or L.ndim != 1 or L.size < 2:
         raise ValueError(f"L and d must be 1-D of equal length >= 2, got {L.shape} and {d.shape}")
     X = np.column_stack([np.log(L), np.ones_like(L)])

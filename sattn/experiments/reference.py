@@ -16,9 +16,7 @@ Algorithm 1 and Section 4 of Likhosherstov, Choromanski & Weller (2021); :prf:re
 
 from __future__ import annotations
 
-import numpy as np
-
-from .._validate import check_int, check_rng
+from .._validate import as_matrix, check_int, check_rng
 from ..attention import attention_logits
 from ..patterns.construction import draw_input, factorize, fixed_weights, logit_target
 from ..patterns.criteria import check_approximation, check_tolerances
@@ -90,10 +88,13 @@ def reference_level(A, eps1, eps2, d, n_draws, rng, *, method="svd", factors=Non
     ----------
     Algorithm 1 and Section 4 of Likhosherstov et al. (2021); :ref:`ch-experiments`.
     """
-    A = np.asarray(A, dtype=float)
+    A = as_matrix("A", A, square=True)
     rng = check_rng("rng", rng)
     n_draws = check_int("n_draws", n_draws, low=1)
     eps1, eps2 = check_tolerances(eps1, eps2)
+    d = check_int("d", d, low=1, high=A.shape[0])
+    if factors is not None and not (isinstance(factors, (tuple, list)) and len(factors) == 2):
+        raise TypeError(f"factors must be a (D, V) pair from factorize, got {type(factors).__name__}")
     if factors is None:
         factors = factorize(logit_target(A, eps1, eps2), method)
     weights = fixed_weights(d)

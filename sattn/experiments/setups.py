@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from .engine import ENGINE_VERSION
 
@@ -236,6 +239,10 @@ def _parse_setups(setups) -> list[Setup]:
         return list(SETUPS.values())
     if isinstance(setups, str):
         setups = [setups]
+    try:
+        setups = list(setups)
+    except TypeError:
+        raise ExperimentError(f"setups must be a list of setup names, got {setups!r}") from None
     names = []
     for item in setups:
         names += [s for s in str(item).replace(",", " ").split() if s]
@@ -244,7 +251,7 @@ def _parse_setups(setups) -> list[Setup]:
                               + ", ".join(SETUPS))
     bad = [n for n in names if n not in SETUPS]
     if bad:
-        raise ExperimentError(f"unknown setup name(s) {bad}; valid names: " + ", ".join(SETUPS))
+        raise ExperimentError(f"setups: unknown setup name(s) {bad}; valid names: " + ", ".join(SETUPS))
     if len(set(names)) != len(names):
         raise ExperimentError(f"setups must not repeat a name, got {names}")
     return [SETUPS[n] for n in names]
@@ -252,14 +259,17 @@ def _parse_setups(setups) -> list[Setup]:
 
 def _check_lengths(lengths) -> tuple:
     try:
-        lengths = [int(x) for x in lengths]
-    except (TypeError, ValueError) as exc:
+        lengths = list(lengths)
+    except TypeError as exc:
         raise ExperimentError(f"lengths must be integers, got {lengths!r}") from exc
+    if any(isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) for x in lengths):
+        raise ExperimentError(f"lengths must be integers, got {lengths!r}")
+    lengths = [int(x) for x in lengths]
     if not lengths:
         raise ExperimentError("lengths must contain at least one L, got an empty list")
     for L in lengths:
         if not (L_RANGE[0] <= L <= L_RANGE[1]):
-            raise ExperimentError(f"L = {L} is outside the supported range "
+            raise ExperimentError(f"lengths: L = {L} is outside the supported range "
                                   f"[{L_RANGE[0]}, {L_RANGE[1]}]")
     if any(b <= a for a, b in zip(lengths, lengths[1:])):
         raise ExperimentError(f"lengths must be strictly increasing, got {lengths}")
@@ -329,6 +339,6 @@ def get_profile(profile) -> Profile:
     """
     if isinstance(profile, Profile):
         return profile
-    if profile not in PROFILES:
+    if not isinstance(profile, str) or profile not in PROFILES:
         raise ExperimentError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
     return PROFILES[profile]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import as_matrix
+from .._validate import as_matrix, check_int
 from ..patterns.criteria import check_tolerances
 
 __all__ = ["SparseTarget", "prepare_target", "draw_generator"]
@@ -124,4 +124,8 @@ def draw_generator(root_seed: int, key: tuple[int, ...]) -> np.random.Generator:
     Keys name the draw (task, width, draw index), never a position in a schedule, so results do
     not depend on the order in which draws or tasks are run.
     """
+    root_seed = check_int("root_seed", root_seed, low=0)
+    if not isinstance(key, (tuple, list)):
+        raise TypeError(f"key must be a tuple of non-negative integers, got {type(key).__name__}")
+    key = tuple(check_int(f"key[{i}]", k, low=0) for i, k in enumerate(key))
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(root_seed, spawn_key=key)))

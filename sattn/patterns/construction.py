@@ -162,6 +162,9 @@ def fixed_weights(d) -> tuple[np.ndarray, np.ndarray]:
     Eqs. (16)-(17) of Likhosherstov et al. (2021) (AAAI numbering); :ref:`ch-construction`.
     """
     d = check_int("d", d, low=1)
+    if d > math.isqrt(np.iinfo(np.intp).max // 16):  # (2d, d) float64 arrays numpy cannot address
+        raise ValueError(f"d must be at most {math.isqrt(np.iinfo(np.intp).max // 16)} (larger (2d, d) "
+                         f"arrays cannot be addressed), got {d}")
     eye, zero = np.eye(d), np.zeros((d, d))
     return np.vstack([eye, zero]), np.vstack([zero, eye])
 
@@ -422,6 +425,8 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     book); :ref:`ch-construction` and :ref:`ch-causal`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     A = check_target(A, causal=bool(causal))
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)

@@ -154,14 +154,14 @@ def _target_rows(A, rows, L):
     """Dense rows ``A[rows]`` of a dense or sparse ``A``, validated."""
     if sps.issparse(A):
         if A.shape != (L, L):
-            raise ValueError(f"A must have shape ({L}, {L}) to match G, got {A.shape}")
+            raise ValueError(f"A must have shape ({L}, {L}) to match G (G_block), got {A.shape}")
         block = np.asarray(sps.csr_array(A)[rows].toarray(), dtype=np.float64)
         if not np.all(np.isfinite(block)):
             raise ValueError("A must contain only finite numbers")
         return block
     A = as_matrix("A", A, square=True)
     if A.shape[0] != L:
-        raise ValueError(f"A must have shape ({L}, {L}) to match G, got {A.shape}")
+        raise ValueError(f"A must have shape ({L}, {L}) to match G (G_block), got {A.shape}")
     return A[rows]
 
 
@@ -202,6 +202,8 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in :ref:`ch-approximation` (:prf:ref:`apx-prop-log`).
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     G = as_float_array("G_block", G_block, finite=False)
     if G.ndim != 2:
         raise ValueError(f"G_block must be a 2-D array (rows x L), got shape {G.shape}")
@@ -214,6 +216,8 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
         rows_in = np.asarray(rows)
         if rows_in.dtype == bool or not np.issubdtype(rows_in.dtype, np.integer):
             raise TypeError(f"rows must be integer row indices or a slice, got dtype {rows_in.dtype}")
+        if rows_in.ndim > 1:
+            raise ValueError(f"rows must be a 1-D array of row indices, got shape {rows_in.shape}")
         rows = rows_in.astype(np.int64).reshape(-1)
     if rows.shape != (b,):
         raise ValueError(f"rows must list {b} row indices (one per row of G_block), got {rows.shape[0]}")
@@ -243,7 +247,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
         r, c = np.argwhere(bad)[0]
         raise ValueError(
             f"G must be finite{' on and below the diagonal' if causal else ''}, but "
-            f"G[{rows[r]}, {c}] = {G[r, c]}"
+            f"G[{rows[r]}, {c}] = {G[r, c]} (row {r} of G_block)"
         )
     logA = np.log(np.where(S, Ab, 1.0))
     R = G - logA
@@ -292,9 +296,12 @@ def merge_reports(reports) -> ApproximationReport:
     ----------
     :ref:`ch-approximation`.
     """
-    reports = list(reports)
+    try:
+        reports = list(reports)
+    except TypeError:
+        raise TypeError(f"reports must be an iterable of ApproximationReport, got {type(reports).__name__}") from None
     if not reports:
-        raise ValueError("merge_reports needs at least one report, got none")
+        raise ValueError("reports must hold at least one report, got none")
     for i, r in enumerate(reports):
         if not isinstance(r, ApproximationReport):
             raise TypeError(f"reports[{i}] must be an ApproximationReport, got {type(r).__name__}")
@@ -400,6 +407,8 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     Criteria (6)-(7) of Likhosherstov et al. (2021); :ref:`ch-approximation`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     M = as_matrix("M", M, square=True)
     A = as_matrix("A", A, square=True)
     if A.shape != M.shape:

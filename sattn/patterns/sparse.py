@@ -24,6 +24,7 @@ The book explains all of this in :ref:`ch-sparse-patterns`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,9 @@ import scipy.sparse as sps
 
 from .._validate import as_matrix, check_int, check_real, check_rng
 from ..results import Result
+
+#: The largest L for which numpy can address a dense L x L float64 array.
+_MAX_DENSE_L = math.isqrt(np.iinfo(np.intp).max // 8)
 
 __all__ = [
     "PatternError",
@@ -103,6 +107,8 @@ def _entries(name: str, A, *, square: bool = True):
 
     Entries are sorted by row, then column. NaN and infinite values are rejected.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (used in messages), got {name!r} ({type(name).__name__})")
     if sps.issparse(A):
         if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool) or np.issubdtype(
                 A.dtype, np.complexfloating):
@@ -448,7 +454,18 @@ def _check_sampler_args(L, k, gamma):
     return L, k, gamma
 
 
+def _check_dense_L(L, as_csr):
+    L = check_int("L", L, low=1)
+    if not as_csr and L > _MAX_DENSE_L:
+        raise ValueError(f"L must be at most {_MAX_DENSE_L} for a dense L x L result (larger arrays cannot "
+                         f"be addressed; use as_csr=True), got {L}")
+    return L
+
+
 def _finish(L, rows, cols, vals, normalize, as_csr):
+    for nm, flag in (("normalize", normalize), ("as_csr", as_csr)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     vals = np.asarray(vals, dtype=np.float64)
@@ -508,7 +525,7 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     The sampler of the experiments of Likhosherstov et al. (2021), Section 4 (spec Section 8.1);
     :ref:`ch-sparse-patterns`.
     """
-    L, k, gamma = _check_sampler_args(L, k, gamma)
+    L, k, gamma = _check_sampler_args(_check_dense_L(L, as_csr), k, gamma)
     rng = check_rng("rng", rng)
     rc = np.zeros(L, dtype=np.int64)
     cc = np.zeros(L, dtype=np.int64)
@@ -624,9 +641,11 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     Local attention, one of the sparse patterns motivating Likhosherstov et al. (2021);
     :ref:`ch-sparse-patterns`.
     """
-    L = check_int("L", L, low=1)
+    L = _check_dense_L(L, as_csr)
     width = check_int("width", width, low=0, high=L - 1)
     gamma = check_real("gamma", gamma, low=1.0)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     offsets = np.arange(-width, 1 if causal else width + 1)
     rows = np.repeat(np.arange(L), offsets.size)
     cols = rows + np.tile(offsets, L)
@@ -670,10 +689,12 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     Strided attention (Child et al., Sparse Transformers), a sparse pattern of the kind covered by
     Theorem 1 of Likhosherstov et al. (2021); :ref:`ch-sparse-patterns`.
     """
-    L = check_int("L", L, low=1)
+    L = _check_dense_L(L, as_csr)
     stride = check_int("stride", stride, low=1)
     count = check_int("count", count, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     if not causal and count * stride > L:
         raise ValueError(
             f"strided_pattern needs count * stride <= L without causal (distinct wrapped offsets), "
@@ -720,9 +741,11 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     ----------
     Block-local attention; :ref:`ch-sparse-patterns`.
     """
-    L = check_int("L", L, low=1)
+    L = _check_dense_L(L, as_csr)
     block = check_int("block", block, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
     start = (np.arange(L) // block) * block
     offsets = np.arange(block)
     rows = np.repeat(np.arange(L), block)
@@ -760,7 +783,7 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     ----------
     :ref:`ch-sparse-patterns`.
     """
-    L = check_int("L", L, low=1)
+    L = _check_dense_L(L, as_csr)
     rng = check_rng("rng", rng)
     rows = np.arange(L)
     cols = rng.permutation(L)

@@ -13,7 +13,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validate import as_float_array, check_real
+from .._validate import as_float_array, check_int, check_real
 
 __all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
 
@@ -58,6 +58,10 @@ def book_style():
 def subplots(nrows: int = 1, ncols: int = 1, *, width: float | None = None,
              height: float | None = None, **kwargs):
     """``plt.subplots`` with the book's default size scaled to the grid of panels."""
+    nrows = check_int("nrows", nrows, low=1)
+    ncols = check_int("ncols", ncols, low=1)
+    width = None if width is None else check_real("width", width, low=0.0, low_open=True)
+    height = None if height is None else check_real("height", height, low=0.0, low_open=True)
     w = width if width is not None else min(2.9 * ncols + 0.6, 10.0)
     h = height if height is not None else 2.6 * nrows + 0.4
     with book_style():
@@ -98,13 +102,22 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
         If ``M`` is not a non-empty 2-D array, or ``log`` is set and ``M`` has a negative entry
         or ``floor`` is not a positive finite number.
     """
+    if not hasattr(ax, "imshow"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     M = as_float_array("M", M, finite=False)
     if M.ndim != 2:
         raise ValueError(f"M must be a 2-D matrix, got shape {M.shape}")
     if M.size == 0:
         raise ValueError(f"M must be non-empty, got shape {M.shape}")
+    for nm, flag in (("log", log), ("colorbar", colorbar)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
+    if not isinstance(cmap, (str, mpl.colors.Colormap)):
+        raise TypeError(f"cmap must be a colormap name, got {cmap!r} ({type(cmap).__name__})")
+    vmin = None if vmin is None else check_real("vmin", vmin)
+    vmax = None if vmax is None else check_real("vmax", vmax)
+    floor = check_real("floor", floor, low=0.0, low_open=True)
     if log:
-        floor = check_real("floor", floor, low=0.0, low_open=True)
         neg = M < 0  # NaN compares False: blank cells are allowed
         if neg.any():
             r, c = np.argwhere(neg)[0]
@@ -127,6 +140,11 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
 
 def figure_to_png(fig, *, dpi: int | None = None, close: bool = True) -> bytes:
     """Render a figure to PNG bytes (used for precomputed widgets)."""
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    dpi = None if dpi is None else check_int("dpi", dpi, low=1)
+    if not isinstance(close, (bool, np.bool_)):
+        raise TypeError(f"close must be a bool, got {close!r} ({type(close).__name__})")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi or BOOK_STYLE["savefig.dpi"], bbox_inches="tight",
                 facecolor="white", metadata={"Software": None})

@@ -19,6 +19,7 @@ import numpy as np
 from IPython.display import HTML, display
 from matplotlib.figure import Figure
 
+from .._validate import check_int
 from .plotting import figure_to_png
 
 __all__ = ["PrecomputedExplorer", "precomputed_explorer", "live_explorer"]
@@ -124,6 +125,11 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
         raise TypeError(f"grid must be a mapping of parameter name -> values, got {type(grid).__name__}")
     if not grid:
         raise ValueError("grid must name at least one parameter")
+    if description is not None and not isinstance(description, str):
+        raise TypeError(f"description must be a str of HTML, got {type(description).__name__}")
+    if value is not None and not isinstance(value, Mapping):
+        raise TypeError(f"value must be a mapping of parameter name -> value, got {type(value).__name__}")
+    dpi = None if dpi is None else check_int("dpi", dpi, low=1)
     names = list(grid)
     values = []
     for name in names:

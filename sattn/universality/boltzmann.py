@@ -7,6 +7,8 @@ weights computes at each token (Kajitsuka & Sato 2024, Section 3.4).
 
 from __future__ import annotations
 
+import numbers
+
 import mpmath
 import numpy as np
 
@@ -34,6 +36,8 @@ def boltzmann(a, *, axis: int = -1) -> np.ndarray | float:
     The Boltzmann operator of Kajitsuka & Sato (2024), Section 3.4; :ref:`ch-boltzmann`.
     """
     a = as_float_array("a", a)
+    if a.ndim:
+        axis = check_int("axis", axis, low=-a.ndim, high=a.ndim - 1)
     if a.ndim == 0 or a.shape[axis] == 0:
         raise ValueError(f"a must have at least one entry along axis {axis}, got shape {a.shape}")
     m = a.max(axis=axis, keepdims=True)
@@ -61,8 +65,17 @@ def boltzmann_mp(a, *, dps: int = 50):
     As :func:`boltzmann`; :ref:`ch-boltzmann`.
     """
     dps = check_int("dps", dps, low=15)
+    try:
+        items = list(a)
+    except TypeError:
+        raise TypeError(f"a must be a sequence of real numbers, got {type(a).__name__}") from None
+    for i, x in enumerate(items):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, mpmath.mpf)):
+            raise TypeError(f"a[{i}] must be a real number, got {x!r} ({type(x).__name__})")
+        if not mpmath.isfinite(x):
+            raise ValueError(f"a must contain only finite numbers, but a[{i}] = {x}")
     with mpmath.workdps(dps):
-        a = [mpmath.mpf(x) for x in a]
+        a = [mpmath.mpf(x) for x in items]
         if not a:
             raise ValueError("a must have at least one entry, got an empty sequence")
         m = max(a)
@@ -89,6 +102,8 @@ def boltzmann_average(a, t) -> np.ndarray | float:
     Property P3 (temperature monotonicity) of the Boltzmann operator; :ref:`ch-boltzmann`.
     """
     a = as_vector("a", a)
+    if a.size == 0:
+        raise ValueError("a must have at least one entry, got an empty vector")
     t = as_float_array("t", t)
     z = t[..., None] * a
     m = z.max(axis=-1, keepdims=True)

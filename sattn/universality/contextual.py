@@ -208,6 +208,9 @@ def check_separated(Xs, *, r_min: float | None = None, r_max: float | None = Non
     Definition 1 of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings`.
     """
     rep = tokenwise_separation(Xs)
+    if not isinstance(allow_duplicates, (bool, np.bool_)):
+        raise TypeError(f"allow_duplicates must be a bool, got {allow_duplicates!r} "
+                        f"({type(allow_duplicates).__name__})")
     if not allow_duplicates and rep.duplicates:
         i, k, l = rep.duplicates[0]
         raise ValueError(
@@ -347,6 +350,8 @@ def contextual_mapping_report(Xs, outputs, *, r: float | None = None,
     """
     Xs = as_sequences("Xs", Xs)
     Ys = as_sequences("outputs", outputs, n=Xs[0].shape[1])
+    r = None if r is None else check_real("r", r, low=0.0, low_open=True)
+    delta = None if delta is None else check_real("delta", delta, low=0.0, low_open=True)
     if len(Ys) != len(Xs):
         raise ValueError(f"outputs must have one sequence per input: {len(Xs)} inputs, {len(Ys)} outputs")
     max_norm = max(float(np.linalg.norm(Y, axis=0).max()) for Y in Ys)

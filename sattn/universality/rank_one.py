@@ -210,6 +210,8 @@ def adaptive_lambda(projections, n: int) -> float:
     Step 5 of the proof of Theorem 2 (book's version); :ref:`ch-rank-one`.
     """
     a = as_vector("projections", projections)
+    if a.size == 0:
+        raise ValueError("projections must hold at least one value, got an empty vector")
     n = check_int("n", n, low=2)
     if np.any(a == 0):
         raise ValueError("projections must be nonzero (a zero projection means inverse temperature 0)")

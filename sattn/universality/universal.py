@@ -163,11 +163,14 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     Proposition 1 of Kajitsuka & Sato (2024) (construction details derived for the book);
     :ref:`ch-universal-approximation`.
     """
+    if not callable(f):
+        raise TypeError(f"f must be callable, got {type(f).__name__}")
     n = check_int("n", n, low=2)
     K = check_int("K", K, low=1)
     rng = check_rng("rng", rng)
     samples = check_int("samples", samples, low=1)
     p = check_real("p", p, low=1.0)
+    max_logit = check_real("max_logit", max_logit)
     ffn1 = quantizer_ffn(K, ramp=ramp)
     lam = max_logit / K**2
     scale = 1.0 / (4 * K)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sattn.layers import feed_forward, transformer_block
@@ -32,17 +32,70 @@ def _random_dataset(seed, d=3, n=4, N=20, V=12, C=5, duplicates=False):
     return Xs, Ys, rng
 
 
+EPS = float(np.finfo(np.float64).eps)
+
+
+def _rounding_bound(model, Xs, Ys) -> float:
+    """First-order bound on the float64 rounding error of the memorizing model on its training set.
+
+    The FFN computes ``h + W2 relu(u.h - p) + b2`` with ``q`` ReLUs of slopes ``kappa`` (the
+    columns of ``W2``); at the training ids the exact result is the label. Standard forward error
+    analysis (Higham, Accuracy and Stability, Sec. 3.1): the dot product ``t = u.h`` is off by at
+    most ``(d + 1) eps |u|_1 |h|_inf``, each ``t - p_j`` by ``eps |t - p_j|`` more, and the sum of
+    the ``q`` weighted terms adds ``(q + 2) eps sum_j |kappa_j| |t - p_j|``; with
+    ``|t - p_j| <= 2 max|t|`` and the skip connection and biases (``4 eps`` times their size):
+    ``eps (K (2 (q + 3) T + (d + 1) |u|_1 Hmax) + 4 (Hmax + Ymax + |b2|_inf))`` with
+    ``K = max_c sum_j |W2[c, j]|``. The ids the model evaluates are those the FFN was fitted on
+    (same layers, same order of operations), so no error of the attention enters.
+
+    When two ids that need different labels lie very close (``rep.min_gap`` of 1e-9 for labels
+    differing by up to 4 gives slopes of about 4e9), ``K`` is large and no float64 evaluation
+    can be exact to 1e-6: a relative rounding of 1e-16 of ``t`` alone moves the output by about
+    4e-7. Random data with d = 1 (scalar tokens, no projection direction to choose) hit this for
+    a few seeds in a thousand, e.g. seed 1234, d = 1, n = 3: gap 1.1e-9, largest slope 3.5e9,
+    error 3.57e-6, bound 3.1e-4.
+    """
+    W1, b1, W2 = (np.asarray(a, dtype=np.float64) for a in (model.ffn.W1, model.ffn.b1, model.ffn.W2))
+    q, d = W1.shape
+    u = W1[0]
+    H = np.hstack([model.attention(X) for X in Xs])
+    T = max(float(np.abs(u @ H).max()), float(np.abs(b1).max()))
+    K = float(np.abs(W2).sum(axis=1).max())
+    Hmax = float(np.abs(H).max())
+    Ymax = max(float(np.abs(Y).max()) for Y in Ys)
+    b2 = float(np.abs(np.asarray(model.ffn.b2)).max())
+    return EPS * (K * (2 * (q + 3) * T + (d + 1) * float(np.abs(u).sum()) * Hmax) + 4 * (Hmax + Ymax + b2))
+
+
 @given(st.integers(0, 10_000), st.integers(1, 3), st.integers(2, 4))
+@example(1234, 1, 3)  # ill-conditioned (see _rounding_bound): error 3.57e-6, above 1e-6
 @settings(max_examples=15, deadline=None)
 def test_memorization_is_exact_on_random_separated_data(seed, d, n):
+    """Exact to 1e-6 (MemorizationReport.TOLERANCE), or, where the data make that impossible in
+    float64, to the rounding bound of the model (:func:`_rounding_bound`); never worse."""
     Xs, Ys, rng = _random_dataset(seed, d=d, n=n, N=10, V=8)
     model, rep = memorize(Xs, Ys, rng)
-    assert rep.max_error < 1e-6
+    tol = max(rep.TOLERANCE, _rounding_bound(model, Xs, Ys))
+    assert rep.max_error <= tol, f"max error {rep.max_error:.3g} above the rounding bound {tol:.3g}: {rep}"
     for X, Y in zip(Xs, Ys):
-        np.testing.assert_allclose(model(X), Y, atol=1e-6)
+        np.testing.assert_allclose(model(X), Y, rtol=0, atol=tol)
         # the model is an ordinary Transformer block with the public layers
-        np.testing.assert_allclose(transformer_block(X, [model.attention.head], model.ffn), Y, atol=1e-6)
+        np.testing.assert_allclose(transformer_block(X, [model.attention.head], model.ffn), Y, rtol=0, atol=tol)
     assert rep.width == rep.n_ids - 1 <= n * len(Xs)
+
+
+def test_the_rounding_bound_is_tight_enough_to_mean_something():
+    """On well-conditioned data the bound is far below 1e-6, so the test above is as strict as
+    ``rep.ok``; on the known ill-conditioned case it exceeds 1e-6 and still holds, and the error
+    there is explained by the slopes, not by a wrong construction (which would be off by O(1))."""
+    Xs, Ys, rng = _random_dataset(0, d=3, n=4, N=10, V=8)
+    model, rep = memorize(Xs, Ys, rng)
+    assert _rounding_bound(model, Xs, Ys) < 1e-8 and rep.ok
+    Xs, Ys, rng = _random_dataset(1234, d=1, n=3, N=10, V=8)
+    model, rep = memorize(Xs, Ys, rng)
+    bound = _rounding_bound(model, Xs, Ys)
+    assert rep.TOLERANCE < rep.max_error <= bound < 1e-3
+    assert rep.min_gap < 1e-8 and rep.max_slope > 1e9
 
 
 def test_memorization_report_spec_sized_case():

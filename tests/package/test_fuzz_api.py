@@ -1,0 +1,840 @@
+"""Bad input to every public callable of :mod:`sattn` (issue #16): a hypothesis-driven fuzz.
+
+Every name in ``sattn.__all__`` is either covered here (a small valid call plus a *kind* for each of
+its parameters) or listed in :data:`EXCLUDED` with the reason, whose first words say what the name is
+(a result class of the result protocol ``sattn.Result``, the protocol's base class, an exception
+class, a constant, a model or constants record returned by a function), and a test checks that it
+is so. The names are taken from the flat API, so the test does not depend on which subpackage a
+function lives in (``sattn.patterns``, ``sattn.universality``, ...). For every covered parameter,
+hypothesis draws values that the parameter's docstring unambiguously rules out (wrong types, wrong
+rank or shape, empty arrays, NaN and infinite entries, non-integral or boolean integers, sizes and
+probabilities out of range, unknown choice strings, sizes so large that the result could not be
+addressed by numpy at all) and substitutes them, one argument at a time, into the valid call.
+
+A bad call is **named** when it raises :class:`ValueError` or :class:`TypeError` (or a subclass,
+e.g. :class:`sattn.PatternError`) whose message names the argument. Anything else is a failure:
+no error (the bad value was silently accepted), another exception (IndexError, OverflowError,
+MemoryError, LinAlgError, AttributeError, a RuntimeWarning turned into an error, ...), or a message
+that does not say which argument was wrong (e.g. ``invalid literal for int()``).
+
+Sizes are "huge" when the array they define could not be addressed by numpy at all (an L x L
+float64 array with L = 10**12 needs 8e24 bytes, more than 2**63): such values must be refused before
+anything is allocated. Sizes whose only cost is time (numbers of draws, trials, restarts) have no
+huge bad value, since the docstrings allow them. Every call runs under an address-space cap (current
+size + 2 GiB), so a size that slips through ends in a quick MemoryError instead of swapping.
+
+The fixed bad values run as hypothesis ``@example``s and the random ones are derandomized, so the
+number of calls is the same on every run; the last test writes the figure for the status page
+(:func:`reliability.record`) and fails unless every bad call got a named error.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import inspect
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+import warnings
+from collections import Counter, defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, Phase, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from reliability import record  # noqa: E402
+
+import sattn  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAX_EXAMPLES = 12  # generated bad values per parameter, on top of its fixed ones (one of each sort)
+
+#: Names of ``sattn.__all__`` that are not fuzzed, with the reason. The reason's first words say
+#: what the name is, and :func:`test_every_exclusion_is_what_it_says` checks it.
+EXCLUDED = {
+    # result records (sattn.Result subclasses): only returned by the package's functions, never
+    # built by users; tests/package/test_results.py checks each against the result protocol
+    "Approximation": "result class returned by approximate",
+    "ApproximationReport": "result class returned by the criteria checkers",
+    "OptimizedLogits": "result class returned by optimize_logits / moment_curve_logits",
+    "WidthSearch": "result class returned by smallest_width",
+    "PatternReport": "result class returned by the pattern validators",
+    "ContextualReport": "result class returned by contextual_mapping_report",
+    "HardmaxReport": "result class returned by check_hardmax_counterexample",
+    "ProjectionReport": "result class returned by projection_vector",
+    "SeparationReport": "result class returned by tokenwise_separation / check_separated",
+    "MemorizationReport": "result class returned by memorize",
+    "UniversalApproximationReport": "result class returned by two_layer_approximation",
+    "Result": "base class of the result protocol: no constructor parameters, so nothing to fuzz (its "
+              "subclasses are the result classes above; the protocol's checker, check, is fuzzed)",
+    # records that are not results (no verdict): returned by functions, never built by users
+    "Theorem1Constants": "constants dataclass returned by theorem1_constants",
+    "Theorem2Constants": "constants dataclass returned by theorem2_constants",
+    "RankOneContextualMapping": "model returned by rank_one_contextual_mapping (built there, validated there)",
+    "OneLayerTransformer": "model returned by memorize / memorize_with_positions",
+    "TwoLayerModel": "model returned by two_layer_approximation",
+    # exceptions: raised by the package, not called with user data
+    "ConstructionFailed": "exception class raised by approximate",
+    "PatternError": "exception class raised by the require_* validators",
+    "ClaimFailed": "exception class raised by check",
+    "ExperimentError": "exception class raised by the experiment functions",
+    # constants: not callable
+    "PROFILES": "dict constant (profiles of the experiments), not callable",
+    "SETUPS": "dict constant (setups of Figure 3), not callable",
+}
+
+
+# =============================================================================== kinds of parameter
+class Kind:
+    """A kind of parameter: a label (for the per-kind counts) and the bad values for it.
+
+    ``make(valid)`` returns ``(fixed, random)`` for a parameter of this kind whose value in the
+    covered call is ``valid``: a list of bad values that are always tried (hypothesis
+    ``@example``s: one of each sort of mistake) and a hypothesis strategy of further bad values
+    (random positions of NaN, random out-of-range numbers, random unknown strings), or None.
+    """
+
+    def __init__(self, label, make):
+        self.label = label
+        self.make = make
+
+
+JUNK = ["abc", {"a": 1}, 1 + 2j, object()]  # wrong types for every kind below
+
+
+def _types(none_ok=False, extra=()):
+    return JUNK + ([] if none_ok else [None]) + list(extra)
+
+
+def _put(base, i, j, v):
+    a = np.array(base, dtype=np.float64, copy=True)
+    a[i % a.shape[0], j % a.shape[1]] = v
+    return a
+
+
+def _put1(base, i, v):
+    a = np.array(base, dtype=np.float64, copy=True)
+    a[i % a.shape[0]] = v
+    return a
+
+
+def _zero_row(base, i):
+    a = np.array(base, dtype=np.float64, copy=True)
+    a[i % a.shape[0]] = 0.0
+    return a
+
+
+def _nonfinite(names):
+    return st.sampled_from([float(x) for x in names])
+
+
+def _one_of(strategies):
+    return st.one_of(strategies) if strategies else None
+
+
+def matrix(label="matrix", *, nonfinite=("nan", "inf", "-inf"), square=False, nonneg=False,
+           support=False, none_ok=False, empty=True, shapes=(), extra=(), like=None):
+    """A real 2-D array (``square``: L x L; ``nonneg``/``support``: a target pattern with entries
+    >= 0 and a nonzero in every row; ``shapes``: shapes that do not fit the other arguments;
+    ``like``: the template when the valid value is None)."""
+
+    def make(valid):
+        base = np.asarray(valid if like is None else like, dtype=np.float64)
+        r, c = base.shape
+        fixed = _types(none_ok) + [base.astype(complex) + 1j,           # complex
+                                   np.full(base.shape, "a"),            # strings
+                                   [[1.0, 2.0], [3.0]],                 # ragged
+                                   np.array(1.0), base[0].copy(),       # 0-D, 1-D
+                                   base[None].copy()]                   # 3-D
+        rand = []
+        if empty:
+            fixed += [np.ones((0, c)), np.ones((r, 0)), np.ones((0, 0))]
+        if nonfinite:
+            fixed += [_put(base, 0, 0, float(x)) for x in nonfinite]
+            rand.append(st.builds(_put, st.just(base), st.integers(0, r - 1), st.integers(0, c - 1),
+                                  _nonfinite(nonfinite)))
+        if square:
+            fixed += [np.vstack([base, base[:1]]), np.hstack([base, base[:, :1]])]
+        if nonneg:
+            fixed.append(_put(base, r - 1, c - 1, -1.0))
+            rand.append(st.builds(_put, st.just(base), st.integers(0, r - 1), st.integers(0, c - 1),
+                                  st.floats(-1e300, -1e-300)))
+        if support:
+            fixed.append(_zero_row(base, 0))
+            rand.append(st.builds(_zero_row, st.just(base), st.integers(0, r - 1)))
+        fixed += [np.full(sh, 0.5) for sh in shapes] + list(extra)
+        return fixed, _one_of(rand)
+
+    return Kind(label, make)
+
+
+def vector(label="vector", *, nonfinite=("nan", "inf", "-inf"), none_ok=False, empty=True,
+           sized=True, ndim_bad=True, extra=(), like=None):
+    """A real 1-D array (``sized``: its length is fixed by the other arguments)."""
+
+    def make(valid):
+        base = np.asarray(valid if like is None else like, dtype=np.float64)
+        n = base.shape[0]
+        fixed = _types(none_ok) + [base.astype(complex) + 1j, np.full(base.shape, "a"),
+                                   [[1.0, 2.0], [3.0]], np.array(1.0)]
+        rand = []
+        if ndim_bad:
+            fixed.append(base[None].copy())
+        if empty:
+            fixed.append(np.ones(0))
+        if nonfinite:
+            fixed += [_put1(base, 0, float(x)) for x in nonfinite]
+            rand.append(st.builds(_put1, st.just(base), st.integers(0, n - 1), _nonfinite(nonfinite)))
+        if sized:
+            fixed += [np.arange(1.0, n), np.arange(1.0, n + 2)]
+        fixed += list(extra)
+        return fixed, _one_of(rand)
+
+    return Kind(label, make)
+
+
+def integer(label="int", *, low=None, high=None, huge=None, none_ok=False):
+    """An integer in ``[low, high]``. Booleans are refused by the package (``_validate.check_int``),
+    so they are bad values. ``huge``: a size whose result could not be addressed at all (more than
+    2**63 bytes), which must be refused before anything is allocated."""
+
+    def make(valid):
+        fixed = _types(none_ok, extra=["3"]) + [2.5, math.nan, math.inf, -math.inf, True, False]
+        rand = [st.integers(-10**6, 10**6).map(lambda k: k + 0.5)]        # non-integral floats
+        if low is not None:
+            fixed += [low - 1, low - 10**12]
+            rand.append(st.integers(low - 10**6, low - 1))
+        if high is not None:
+            fixed += [high + 1, max(10**12, high + 1)]
+            rand.append(st.integers(high + 1, high + 10**6))
+        if huge is not None:
+            fixed.append(huge)
+        return fixed, _one_of(rand)
+
+    return Kind(label, make)
+
+
+def real(label="real", *, low=None, high=None, low_open=False, high_open=False, none_ok=False,
+         inf_bad=True, bool_bad=True):
+    """A finite real number in the interval given (booleans are refused by ``check_real``)."""
+
+    def make(valid):
+        fixed = _types(none_ok, extra=["1.0"]) + [math.nan] + ([True] if bool_bad else [])
+        rand = []
+        if inf_bad:
+            fixed += [math.inf, -math.inf]
+        if low is not None:
+            top = low if low_open else float(np.nextafter(low, -np.inf))
+            fixed += [top, -1e308]
+            rand.append(st.floats(min_value=-1e308, max_value=top, allow_nan=False, allow_infinity=False))
+        if high is not None:
+            bottom = high if high_open else float(np.nextafter(high, np.inf))
+            fixed += [bottom, 1e308]
+            rand.append(st.floats(min_value=bottom, max_value=1e308, allow_nan=False, allow_infinity=False))
+        return fixed, _one_of(rand)
+
+    return Kind(label, make)
+
+
+def rng(*, none_ok=False):
+    """A ``numpy.random.Generator`` (seeds and legacy RandomState are refused)."""
+    return Kind("rng", lambda valid: (
+        _types(none_ok) + [0, 12345, np.random.RandomState(0), np.random.PCG64(0)], None))
+
+
+def choice(allowed, *, none_ok=False, label="choice string"):
+    """One of a fixed set of strings."""
+    allowed = tuple(allowed)
+
+    def make(valid):
+        fixed = _types(none_ok, extra=[5]) + ["", "unknown"] + [a.upper() + "x" for a in allowed]
+        return fixed, st.text(max_size=8).filter(lambda s: s not in allowed)
+
+    return Kind(label, make)
+
+
+def boolean():
+    """A bool (numpy bools allowed): strings, None, containers and other numbers' types are not."""
+    return Kind("bool", lambda valid: (["yes", "", None, {"a": 1}, 1 + 2j, [True]], None))
+
+
+def callable_():
+    return Kind("callable", lambda valid: (["abc", None, 5, {"a": 1}, [len]], None))
+
+
+def string(*, none_ok=False, nonempty=False):
+    extra = ["", "   "] if nonempty else []
+    return Kind("str", lambda valid: ([5, {"a": 1}, 1 + 2j, b"A", ["A"]]
+                                      + ([] if none_ok else [None]) + extra, None))
+
+
+def custom(label, values):
+    return Kind(label, lambda valid: (list(values), None))
+
+
+def path(*, none_ok=False):
+    return Kind("path", lambda valid: ([5, 2.5, {"a": 1}, 1 + 2j, ["data"]]
+                                       + ([] if none_ok else [None]), None))
+
+
+# =============================================================================== valid inputs
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _A4():
+    return sattn.band_pattern(4, 1)          # 4 x 4, tridiagonal, right stochastic
+
+
+def _A4c():
+    return sattn.band_pattern(4, 1, causal=True)
+
+
+def _G4():
+    return sattn.logit_target(_A4(), 1.0, 0.5)
+
+
+def _Xs():
+    return [np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), np.array([[2.0, 1.0, 4.0], [-1.0, 0.5, 1.0]])]
+
+
+def _Ys():
+    return [np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])]
+
+
+def _X():
+    return np.array([[0.3, -0.2], [0.1, 0.4], [-0.5, 0.2]])          # (L, d_hid) = (3, 2)
+
+
+def _W():
+    return np.array([[0.5, -0.1], [0.2, 0.3]])                       # (d_hid, d) = (2, 2)
+
+
+def _Z():
+    return np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3]])            # (d, n) = (2, 3)
+
+
+def _head():
+    e = np.array([[0.5, -0.25]])
+    return sattn.AttentionHead(W_Q=e.copy(), W_K=e.copy(), W_V=e.copy(), W_O=e.T.copy())
+
+
+def _ffn():
+    return sattn.FeedForward(W1=np.full((3, 2), 0.5), b1=np.zeros(3), W2=np.full((2, 3), 0.1),
+                             b2=np.zeros(2))
+
+
+class _Verdict:
+    """A report-like object (``ok``, ``message``) whose ``ok`` is not a bool: ``check`` refuses it."""
+
+    def __init__(self, ok):
+        self.ok, self.message = ok, "a report"
+
+
+def _report(eps2=0.5):
+    return sattn.check_approximation(_G4(), _A4(), 1.0, eps2)
+
+
+_TMP = tempfile.mkdtemp(prefix="sattn-fuzz-")   # reproduce's output folder (tiny: one task)
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
+
+
+def _task():
+    t = sattn.make_tasks("fig3", "quick", setups=["k1-g1-e3-0.9"], lengths=[64])[0]
+    return dataclasses.replace(t, grid=(64, 64, 1), Q=0.01)          # one width, d = L: one draw
+
+
+def _widget():
+    return ipywidgets.IntSlider(value=1, min=0, max=3)
+
+
+def _axes():
+    return Figure(figsize=(1, 1)).add_subplot()
+
+
+# =============================================================================== the specs
+BAD_HEAD_SHAPE = (np.ones((1, 3)), np.ones((1, 3)), np.ones((1, 3)), np.ones((3, 1)))
+BAD_HEAD_NAN = (np.array([[np.nan, 1.0]]), np.ones((1, 2)), np.ones((1, 2)), np.ones((2, 1)))
+HEADS_BAD = custom("heads", ["abc", None, 5, {"a": 1}, [], [5], [("a", "b")], [BAD_HEAD_SHAPE],
+                             [BAD_HEAD_NAN], BAD_HEAD_NAN])
+FFN_BAD = custom("ffn", ["abc", None, 5, {"a": 1}, (np.ones((3, 2)), np.zeros(3)),
+                         (np.ones((3, 5)), np.zeros(3), np.ones((2, 3)), np.zeros(2)),
+                         (np.ones((3, 2)), np.zeros(4), np.ones((2, 3)), np.zeros(2)),
+                         (np.full((3, 2), np.nan), np.zeros(3), np.ones((2, 3)), np.zeros(2)),
+                         (np.ones((3, 2)), np.zeros(3), np.ones((3, 3)), np.zeros(2)),
+                         (np.ones((3, 2)), np.zeros(3), np.ones((2, 3)), np.array([0.0, np.inf]))])
+SEQS_BAD = custom("sequences", ["abc", None, 5, {"a": 1}, [], np.ones((2, 3)), [np.ones((2, 3)), np.ones((2, 4))],
+                                [np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0]])], [np.ones((2, 0))],
+                                [np.ones(3)], [np.full((2, 3), 1 + 1j)]])
+LABELS_BAD = custom("labels", ["abc", None, 5, [], [np.ones((2, 3))], [np.ones((2, 4)), np.ones((2, 4))],
+                              [np.ones((2, 3)), np.full((2, 3), np.nan)], [np.ones((3, 3)), np.ones((3, 3))]])
+OUTPUTS_BAD = custom("sequences", ["abc", None, 5, [], [np.ones((2, 3))], [np.ones((2, 4)), np.ones((2, 4))],
+                                   [np.ones((2, 3)), np.full((2, 3), np.nan)]])
+TARGET = dict(square=True, nonneg=True, support=True)
+_TASK_LIST = sattn.make_tasks("fig3", "quick", setups=["k1-g1-e3-0.9"], lengths=[64])
+
+
+SPECS: dict = {}
+#: Parameters of covered callables that are not fuzzed, with the reason.
+NOT_FUZZED = {
+    ("subplots", "kwargs"): "passed through to matplotlib.pyplot.subplots",
+    ("heatmap", "title"): "any object matplotlib can print is a title",
+}
+
+
+def spec(_name, _valid, **kinds):
+    SPECS[_name] = (_valid, kinds)
+
+
+# ---- attention, row convention
+_XWW = dict(X=matrix(), W_Q=matrix(shapes=[(3, 2)]), W_K=matrix(shapes=[(3, 2), (2, 3)]), causal=boolean())
+spec("attention_logits", lambda: dict(X=_X(), W_Q=_W(), W_K=_W(), causal=False), **_XWW)
+spec("usam", lambda: dict(X=_X(), W_Q=_W(), W_K=_W(), causal=False, log=False), **_XWW, log=boolean())
+spec("sam", lambda: dict(X=_X(), W_Q=_W(), W_K=_W(), causal=False), **_XWW)
+spec("self_attention", lambda: dict(X=_X(), W_Q=_W(), W_K=_W(), W_V=_W(), causal=False), **_XWW,
+     W_V=matrix(shapes=[(3, 2)]))
+spec("causal_mask", lambda: dict(L=3), L=integer("size", low=1, huge=10**12))
+spec("row_softmax", lambda: dict(G=_G4()),
+     G=matrix(nonfinite=("nan", "inf"), extra=[np.array([[0.0, 1.0], [-np.inf, -np.inf]])]))
+
+# ---- attention, column convention
+spec("AttentionHead", lambda: dict(W_Q=np.ones((1, 2)), W_K=np.ones((1, 2)), W_V=np.ones((1, 2)),
+                                   W_O=np.ones((2, 1))),
+     W_Q=matrix(), W_K=matrix(), W_V=matrix(), W_O=matrix())
+spec("FeedForward", lambda: dict(W1=np.ones((3, 2)), b1=np.zeros(3), W2=np.ones((2, 3)), b2=np.zeros(2)),
+     W1=matrix(), b1=vector(sized=False), W2=matrix(), b2=vector(sized=False))
+spec("column_softmax", lambda: dict(A=np.array([[0.1, 2.0], [0.3, -1.0], [0.0, 0.5]])), A=matrix())
+spec("hardmax", lambda: dict(A=np.array([[0.1, 2.0], [0.3, -1.0], [0.0, 0.5]])),
+     A=matrix(extra=[np.array([[1, "a"]], dtype=object), np.array([[1, np.nan]], dtype=object),
+                     np.empty((0, 2), dtype=object)]))
+spec("multihead_attention", lambda: dict(Z=_Z(), heads=[_head()], kind="softmax", exact=False,
+                                         return_weights=False),
+     Z=matrix(), heads=HEADS_BAD, kind=choice(("softmax", "hardmax")), exact=boolean(),
+     return_weights=boolean())
+spec("feed_forward", lambda: dict(H=_Z(), ffn=_ffn()), H=matrix(), ffn=FFN_BAD)
+spec("transformer_block", lambda: dict(Z=_Z(), heads=[_head()], ffn=_ffn(), kind="softmax"),
+     Z=matrix(), heads=HEADS_BAD, ffn=FFN_BAD, kind=choice(("softmax", "hardmax")))
+
+# ---- sparse patterns
+_NAME = dict(name=string())
+spec("check_k_nonzero_bounded", lambda: dict(A=_A4(), k=2, name="A"),
+     A=matrix(square=True), k=integer(low=1), **_NAME)
+spec("check_gamma_variation_bounded", lambda: dict(A=_A4(), gamma=1.0, name="A", rtol=1e-12),
+     A=matrix(square=True), gamma=real(low=1.0), rtol=real(low=0.0), **_NAME)
+spec("check_lower_triangular", lambda: dict(A=_A4(), name="A"), A=matrix(square=True), **_NAME)
+spec("check_right_stochastic", lambda: dict(A=_A4(), atol=1e-10, name="A"),
+     A=matrix(square=True), atol=real(low=0.0), **_NAME)
+spec("require_k_nonzero_bounded", lambda: dict(A=_A4(), k=3, name="A"),
+     A=matrix(square=True), k=integer(low=1), **_NAME)
+spec("require_gamma_variation_bounded", lambda: dict(A=_A4(), gamma=1.0, name="A"),
+     A=matrix(square=True), gamma=real(low=1.0), **_NAME)
+spec("require_lower_triangular", lambda: dict(A=_A4c(), name="A"), A=matrix(square=True), **_NAME)
+spec("require_right_stochastic", lambda: dict(A=_A4(), atol=1e-10, name="A"),
+     A=matrix(square=True), atol=real(low=0.0), **_NAME)
+spec("pattern_parameters", lambda: dict(A=_A4(), name="A"), A=matrix(square=True, nonneg=True), **_NAME)
+_OUT = dict(normalize=boolean(), as_csr=boolean())
+_STRUCT = dict(gamma=real(low=1.0), causal=boolean(), rng=rng(none_ok=True), **_OUT)
+spec("sample_sparse", lambda: dict(L=4, k=2, gamma=2.0, rng=_rng(), normalize=True, as_csr=False),
+     L=integer("size", low=1, huge=10**12), k=integer(low=1, high=4), gamma=real(low=1.0), rng=rng(), **_OUT)
+spec("band_pattern", lambda: dict(L=4, width=1, gamma=1.0, causal=False, rng=None, normalize=True,
+                                  as_csr=False),
+     L=integer("size", low=1, huge=10**12), width=integer(low=0, high=3), **_STRUCT)
+spec("block_pattern", lambda: dict(L=4, block=2, gamma=1.0, causal=False, rng=None, normalize=True,
+                                   as_csr=False),
+     L=integer("size", low=1, huge=10**12), block=integer(low=1, high=4), **_STRUCT)
+spec("strided_pattern", lambda: dict(L=4, stride=1, count=2, gamma=1.0, causal=False, rng=None,
+                                     normalize=True, as_csr=False),
+     L=integer("size", low=1, huge=10**12), stride=integer(low=1, high=2), count=integer(low=1, high=4),
+     **_STRUCT)
+spec("permutation_pattern", lambda: dict(L=4, rng=_rng(), normalize=True, as_csr=False),
+     L=integer("size", low=1, huge=10**12), rng=rng(), **_OUT)
+
+# ---- construction
+_EPS = dict(eps1=real("positive real", low=0.0, low_open=True),
+            eps2=real("probability", low=0.0, high=1.0, low_open=True, high_open=True))
+spec("approximate", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, d=4, rng=_rng(), causal=False,
+                                 max_draws=None, method="svd"),
+     A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=1, high=4), rng=rng(), causal=boolean(),
+     max_draws=integer(low=1, none_ok=True), method=choice(("svd", "direct")))
+spec("default_max_draws", lambda: dict(L=4, Q=1.0), L=integer(low=1),
+     Q=real("positive real", low=0.0, low_open=True))
+spec("draw_input", lambda: dict(D=_G4(), V=np.eye(4), d=2, rng=_rng(), Y=None),
+     D=matrix(square=True), V=matrix(shapes=[(3, 3), (4, 3), (5, 4)]), d=integer(low=1, high=4),
+     rng=rng(), Y=matrix(none_ok=True, shapes=[(4, 3), (3, 2)], like=sattn.sample_stiefel(4, 2, _rng())))
+spec("factorize", lambda: dict(B=_G4(), method="svd"), B=matrix(square=True),
+     method=choice(("svd", "direct")))
+spec("fixed_weights", lambda: dict(d=2), d=integer("size", low=1, huge=10**12))
+spec("logit_target", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5), A=matrix("target pattern", **TARGET), **_EPS)
+spec("sample_stiefel", lambda: dict(L=4, d=2, rng=_rng()), L=integer(low=1), d=integer(low=1, high=4),
+     rng=rng())
+_T1 = dict(L=integer(low=1), k=integer(low=1, high=8), gamma=real(low=1.0), **_EPS)
+spec("theorem1_bound", lambda: dict(L=8, k=2, gamma=2.0, eps1=1.0, eps2=0.5), **_T1)
+spec("theorem1_constants", lambda: dict(L=8, k=2, gamma=2.0, eps1=1.0, eps2=0.5), **_T1)
+
+# ---- criteria
+spec("check_approximation", lambda: dict(G=_G4(), A=_A4(), eps1=1.0, eps2=0.5, causal=False,
+                                         block_rows=2),
+     G=matrix(square=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean(),
+     block_rows=integer(low=1))
+spec("check_approximation_explicit", lambda: dict(M=sattn.row_softmax(_G4()), A=_A4(), eps1=1.0, eps2=0.5,
+                                                  causal=False),
+     M=matrix(square=True, nonneg=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
+spec("check_rows", lambda: dict(G_block=_G4(), rows=[0, 1, 2, 3], A=_A4(), eps1=1.0, eps2=0.5, causal=False),
+     G_block=matrix(shapes=[(4, 5)]),
+     rows=custom("row indices", ["abc", None, {"a": 1}, [0.5, 1.5, 2.5, 3.5], [0], [0, 1, 2, 99],
+                                 [-1, 0, 1, 2], [True, False, True, False], [[0, 1], [2, 3]], 1 + 2j]),
+     A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
+spec("merge_reports", lambda: dict(reports=[_report(), _report()]),
+     reports=custom("reports", ["abc", None, 5, [], [5], [None], [_report(), _report(0.25)], {"a": 1}]))
+
+# ---- optimize
+spec("moment_curve_logits", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, nodes=None),
+     A=matrix("target pattern", **TARGET), **_EPS,
+     nodes=vector(none_ok=True, like=np.linspace(-1, 1, 4), extra=[np.array([0.1, 0.1, 0.2, 0.3])]))
+spec("optimize_logits", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, d=4, rng=_rng(), restarts=1,
+                                     margin=0.01, maxiter=5),
+     A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=1, high=4), rng=rng(),
+     restarts=integer(low=1), margin=real(low=0.0, high=math.log(2.0), high_open=True),
+     maxiter=integer(low=1))
+spec("smallest_width", lambda: dict(succeeds=lambda d: d >= 2, low=1, high=4),
+     succeeds=callable_(), low=integer(low=1), high=integer(low=1))
+
+# ---- contextual mappings
+spec("adaptive_lambda", lambda: dict(projections=np.array([0.5, -1.0, 2.0]), n=3),
+     projections=vector(sized=False, extra=[np.array([0.5, 0.0, 2.0]), np.array([0.5, 0.5, 2.0])]),
+     n=integer(low=2))
+spec("boltzmann", lambda: dict(a=np.array([1.0, 2.0, 3.0]), axis=-1),
+     a=vector(sized=False, ndim_bad=False), axis=integer(low=-1, high=0))
+spec("boltzmann_average", lambda: dict(a=np.array([1.0, 2.0, 3.0]), t=0.5),
+     a=vector(sized=False), t=real(inf_bad=False, bool_bad=False))
+spec("boltzmann_mp", lambda: dict(a=[1.0, 2.0, 3.0], dps=30),
+     a=custom("sequence of reals", ["abc", None, 5, {"a": 1}, [], ["x"], [1.0, math.nan], [math.inf, 1.0],
+                                    [1 + 2j], [[1.0, 2.0]], [None]]),
+     dps=integer(low=15))
+spec("check_hardmax_counterexample", lambda: dict(rng=_rng(), trials=2, d=1, max_heads=2, max_s=2, bound=2),
+     rng=rng(), trials=integer(low=1), d=integer(low=1), max_heads=integer(low=1), max_s=integer(low=1),
+     bound=integer(low=1))
+_SEP = dict(r_min=real(low=0.0, none_ok=True), r_max=real(low=0.0, low_open=True, none_ok=True),
+            eps=real(low=0.0, low_open=True, none_ok=True))
+spec("check_separated", lambda: dict(Xs=_Xs(), r_min=None, r_max=None, eps=None, allow_duplicates=False),
+     Xs=SEQS_BAD, **_SEP, allow_duplicates=boolean())
+spec("contextual_mapping_report", lambda: dict(Xs=_Xs(), outputs=[X + 0.1 for X in _Xs()], r=None, delta=None),
+     Xs=SEQS_BAD, outputs=OUTPUTS_BAD, r=real(low=0.0, low_open=True, none_ok=True),
+     delta=real(low=0.0, low_open=True, none_ok=True))
+spec("hardmax_counterexample", lambda: dict(d=1), d=integer(low=1))
+spec("projection_vector", lambda: dict(P=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), rng=_rng(),
+                                       max_draws=100),
+     P=matrix(extra=[np.array([[1.0, 2.0]]), np.array([[1.0, 2.0], [1.0, 2.0]])]), rng=rng(),
+     max_draws=integer(low=1))
+spec("rank_one_contextual_mapping", lambda: dict(Xs=_Xs(), rng=_rng(), lam="theorem", s=1, r_min=None,
+                                                 r_max=None, eps=None, max_draws=100),
+     Xs=SEQS_BAD, rng=rng(),
+     lam=custom("lambda", ["foo", "", None, {"a": 1}, 1 + 2j, -1.0, 0.0, math.nan, math.inf, True]),
+     s=integer(low=1), r_min=real(low=0.0, low_open=True, none_ok=True),
+     r_max=real(low=0.0, low_open=True, none_ok=True), eps=real(low=0.0, low_open=True, none_ok=True),
+     max_draws=integer(low=1))
+spec("theorem2_constants", lambda: dict(n=3, vocabulary_size=4, d=2, eps=0.5, r_min=1.0, r_max=2.0),
+     n=integer(low=2), vocabulary_size=integer(low=1), d=integer(low=1),
+     eps=real(low=0.0, low_open=True), r_min=real(low=0.0, low_open=True), r_max=real(low=1.0))
+spec("tokenwise_separation", lambda: dict(Xs=_Xs()), Xs=SEQS_BAD)
+spec("vocabulary", lambda: dict(X=_Z()), X=matrix(empty=False))
+
+# ---- memorization
+spec("check_consistent_labels", lambda: dict(Xs=_Xs(), Ys=_Ys()), Xs=SEQS_BAD, Ys=LABELS_BAD)
+spec("interpolating_ffn", lambda: dict(ids=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+                                       targets=np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]]),
+                                       rng=_rng(), max_draws=100),
+     ids=matrix(shapes=[(2, 2), (3, 3)]), targets=matrix(shapes=[(2, 2), (3, 3)]), rng=rng(),
+     max_draws=integer(low=1))
+_LAM = custom("lambda", ["foo", "", None, {"a": 1}, 1 + 2j, -1.0, 0.0, math.nan, math.inf, True])
+spec("memorize", lambda: dict(Xs=_Xs(), Ys=_Ys(), rng=_rng(), lam="auto", s=1),
+     Xs=SEQS_BAD, Ys=LABELS_BAD, rng=rng(), lam=_LAM, s=integer(low=1))
+spec("memorize_with_positions", lambda: dict(Xs=_Xs(), Ys=_Ys(), rng=_rng(), lam="auto", s=1),
+     Xs=SEQS_BAD, Ys=LABELS_BAD, rng=rng(), lam=_LAM, s=integer(low=1))
+spec("quantizer_ffn", lambda: dict(K=3, ramp=1e-3), K=integer(low=1),
+     ramp=real(low=0.0, high=1.0, low_open=True))
+spec("two_layer_approximation", lambda: dict(f=np.square, n=2, K=2, rng=_rng(), samples=10, p=2.0,
+                                             max_logit=1.0, ramp=1e-3),
+     f=callable_(), n=integer(low=2), K=integer(low=1), rng=rng(), samples=integer(low=1),
+     p=real(low=1.0), max_logit=real(), ramp=real(low=0.0, high=1.0, low_open=True))
+
+# ---- results, plotting, widgets
+spec("check", lambda: dict(condition=True, claim="it holds"),
+     condition=custom("verdict", ["yes", None, 1, 0.0, {"a": 1}, np.array([True, True]), 1 + 2j,
+                                  _Verdict("yes"), _Verdict(None), _Verdict(1),
+                                  _Verdict(np.array([True, True]))]),
+     claim=string(nonempty=True))
+spec("apply_style", lambda: dict())
+spec("subplots", lambda: dict(nrows=1, ncols=1, width=1.0, height=1.0),
+     nrows=integer(low=1), ncols=integer(low=1),
+     width=real(low=0.0, low_open=True, none_ok=True), height=real(low=0.0, low_open=True, none_ok=True))
+spec("heatmap", lambda: dict(ax=_axes(), M=_A4(), cmap="viridis", log=False, vmin=None, vmax=None,
+                             colorbar=False, floor=1e-12),
+     ax=custom("axes", ["abc", None, 5, {"a": 1}, np.ones((2, 2))]),
+     M=matrix(nonfinite=()), cmap=choice(("viridis",), none_ok=True), log=boolean(),
+     vmin=real(none_ok=True), vmax=real(none_ok=True), colorbar=boolean(),
+     floor=real(low=0.0, low_open=True))
+spec("figure_to_png", lambda: dict(fig=Figure(figsize=(0.5, 0.5)), dpi=10, close=True),
+     fig=custom("figure", ["abc", None, 5, {"a": 1}]), dpi=integer(low=1, none_ok=True), close=boolean())
+spec("precomputed_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", grid={"n": [1, 2]},
+                                          description=None, value=None, dpi=None),
+     render=callable_(),
+     grid=custom("grid", ["abc", None, 5, [], {}, {"n": []}, {"n": [1, 1]}, {5: [1, 2]}, {"n": 5},
+                          {"n": np.ones((2, 2))}]),
+     description=string(none_ok=True),
+     value=custom("mapping", ["abc", 5, [1], {"m": 1}, {"n": 3}, 1 + 2j]),
+     dpi=integer(low=1, none_ok=True))
+spec("live_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", n=_widget()),
+     render=callable_(), n=custom("widget", ["abc", None, 5, {"a": 1}, 1 + 2j]))
+
+# ---- engine and experiments
+spec("FastEngine", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, partial_fraction=0.5, probe_fraction=0.1,
+                                candidates=32, first_block=64, max_block=1024, use_float32=True),
+     A=matrix("target pattern", **TARGET), **_EPS,
+     partial_fraction=real("probability", low=0.0, high=1.0, low_open=True),
+     probe_fraction=real("probability", low=0.0, high=1.0, low_open=True),
+     candidates=integer(low=0), first_block=integer(low=1), max_block=integer(low=1),
+     use_float32=boolean())
+spec("draw_generator", lambda: dict(root_seed=1, key=(0, 1)),
+     root_seed=integer(low=0), key=custom("seed key", ["abc", None, 5, 1.5, {"a": 1}, (-1,), (0.5, 1),
+                                                         ("a",), (None,), (True,)]))
+spec("fit_log", lambda: dict(L=np.array([64.0, 128.0, 256.0]), d=np.array([3.0, 4.0, 5.0])),
+     L=vector(extra=[np.array([64.0, -128.0, 256.0]), np.array([0.0, 128.0, 256.0])]), d=vector())
+spec("load_figure", lambda: dict(figure="fig3", data_dir=os.path.join(ROOT, "data"), verify=True),
+     figure=choice(("fig3", "fig4", "fig5")), data_dir=path(), verify=boolean())
+_LENGTHS = custom("lengths", ["abc", 5, {"a": 1}, [], [10], [64.5], ["x"], [128, 64], [10**12], [None], [True]])
+_SETUPS = custom("setup names", [5, {"a": 1}, [], "", ["nope"], [5], ["k1-g1-e3-0.9", "k1-g1-e3-0.9"], 1 + 2j])
+_PROFILE = custom("profile", ["foo", "", None, 5, {"a": 1}, ["quick"], 1 + 2j])
+spec("make_tasks", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3-0.9"], lengths=[64]),
+     figure=choice(("fig3", "fig4")), profile=_PROFILE, setups=_SETUPS, lengths=_LENGTHS)
+spec("reference_level", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, d=4, n_draws=1, rng=_rng(),
+                                     method="svd", factors=None),
+     A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=1, high=4), n_draws=integer(low=1),
+     rng=rng(), method=choice(("svd", "direct")),
+     factors=custom("factor pair", ["abc", 5, {"a": 1}, (np.eye(4),), (np.eye(4), np.eye(4), np.eye(4)),
+                                    1 + 2j]))
+spec("reproduce", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3-0.9"], lengths=[64],
+                               jobs=1, out=_TMP, progress=False),
+     figure=choice(("fig3", "fig4", "fig5")), profile=_PROFILE, setups=_SETUPS, lengths=_LENGTHS,
+     jobs=custom("jobs", ["abc", None, 0, -2, 1.5, True, {"a": 1}, 1 + 2j, math.nan]),
+     out=path(none_ok=True), progress=boolean())
+spec("run_task", lambda: dict(task=_task()),
+     task=custom("task", ["abc", None, 5, {"a": 1}, _TASK_LIST, sattn.SETUPS["k1-g1-e3-0.9"]]))
+
+
+# =============================================================================== classifying a call
+def names_argument(message: str, param: str) -> bool:
+    """Whether ``message`` names ``param`` as a word (``A[0, 1]`` and ``ffn.W1`` name A and ffn)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", message) is not None
+
+
+@contextlib.contextmanager
+def _memory_guard(headroom=2 << 30):
+    """Cap the address space at the current size plus ``headroom`` for one call, so that a bad size
+    that slips through ends in a quick MemoryError (a failure) instead of swapping the machine."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not Linux/macOS
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        with open("/proc/self/statm") as f:
+            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # pragma: no cover - no procfs
+        yield
+        return
+    cap = size + headroom
+    for lim in (soft, hard):
+        if lim != resource.RLIM_INFINITY:
+            cap = min(cap, lim)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _short(value) -> str:
+    if isinstance(value, np.ndarray):
+        text = f"array(shape={value.shape}, dtype={value.dtype}, {np.array2string(value.ravel()[:4], threshold=4)})"
+    else:
+        text = repr(value)
+        text = re.sub(r" at 0x[0-9a-f]+", "", text)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _call(fn, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            with _memory_guard():
+                return fn(**kwargs)
+        finally:
+            plt.close("all")
+
+
+def classify(fn, kwargs: dict, param: str) -> tuple[bool, str]:
+    """Call ``fn(**kwargs)``, in which ``kwargs[param]`` is bad. Returns (named, what happened)."""
+    try:
+        _call(fn, kwargs)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if names_argument(msg, param):
+            return True, f"{type(exc).__name__}: {msg}"
+        return False, f"{type(exc).__name__} not naming {param!r}: {msg[:150]}"
+    except Exception as exc:  # noqa: BLE001 - every other exception is a failure, and is reported
+        return False, f"{type(exc).__name__}: {str(exc)[:150]}"
+    return False, "no error: the bad value was accepted"
+
+
+# =============================================================================== the tests
+def test_every_public_name_is_covered_or_excluded():
+    """A name added to ``sattn.__all__`` must get a spec here or an entry in EXCLUDED."""
+    public = set(sattn.__all__)
+    covered, excluded = set(SPECS), set(EXCLUDED)
+    assert not covered & excluded, f"both covered and excluded: {sorted(covered & excluded)}"
+    assert public - covered - excluded == set(), (
+        f"public names neither fuzzed nor excluded: {sorted(public - covered - excluded)}")
+    assert covered | excluded <= public, f"not public (stale): {sorted((covered | excluded) - public)}"
+    for name, (valid, kinds) in SPECS.items():
+        params = [p for p in inspect.signature(getattr(sattn, name)).parameters.values()]
+        names = {p.name for p in params if p.kind is not p.VAR_KEYWORD}
+        var_kw = [p.name for p in params if p.kind is p.VAR_KEYWORD]
+        missing = {n for n in names if n not in kinds and (name, n) not in NOT_FUZZED}
+        assert not missing, f"{name}: parameters without a kind: {sorted(missing)}"
+        extra = set(kinds) - names
+        if var_kw and (name, var_kw[0]) not in NOT_FUZZED:  # **controls: their keys are parameters
+            extra -= set(valid())
+        assert not extra, f"{name}: kinds for unknown parameters: {sorted(extra)}"
+
+
+def test_every_exclusion_is_what_it_says():
+    """An excluded name is what its reason says it is (a reason cannot hide a callable to fuzz)."""
+    for name, reason in EXCLUDED.items():
+        obj = getattr(sattn, name)
+        if reason.startswith("result class"):
+            assert isinstance(obj, type) and issubclass(obj, sattn.Result) and obj is not sattn.Result, name
+        elif reason.startswith("base class of the result protocol"):
+            assert obj is sattn.Result and not inspect.signature(obj).parameters, name
+        elif reason.startswith("exception class"):
+            assert isinstance(obj, type) and issubclass(obj, Exception), name
+        elif reason.startswith("dict constant"):
+            assert isinstance(obj, dict) and not callable(obj), name
+        elif reason.startswith(("constants dataclass", "model")):
+            assert dataclasses.is_dataclass(obj) or isinstance(obj, type), name
+            assert not issubclass(obj, sattn.Result), f"{name} is a Result: list it as a result class"
+        else:
+            raise AssertionError(f"{name}: the reason {reason!r} does not say what the name is")
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_valid_call_succeeds_quickly(name):
+    fn = getattr(sattn, name)
+    valid, _ = SPECS[name]
+    kwargs = valid()
+    t0 = time.process_time()
+    with matplotlib.rc_context():
+        _call(fn, kwargs)
+    assert time.process_time() - t0 < 0.5, f"{name}: the valid call is not cheap"
+
+
+def leaky_boltzmann(a, *, dps=50):
+    """Like the old ``boltzmann_mp`` on a bad precision: the error does not name ``dps``."""
+    int(dps)
+    return a
+
+
+def test_the_classifier_can_fail():
+    assert classify(leaky_boltzmann, {"a": [1.0], "dps": "x"}, "dps")[0] is False  # invalid literal for int()
+    assert classify(lambda x: x, {"x": "bad"}, "x") == (False, "no error: the bad value was accepted")
+
+    def warns(x):
+        return np.log(np.array([x]))
+
+    named, what = classify(warns, {"x": -1.0}, "x")
+    assert not named and what.startswith("RuntimeWarning")
+
+    def index_error(x):
+        return [][x]
+
+    assert classify(index_error, {"x": 3}, "x")[0] is False
+
+    def named_ok(A):
+        raise ValueError(f"A must be square, got {A!r}")
+
+    assert classify(named_ok, {"A": 1}, "A")[0] is True
+    assert not names_argument("Ab must be square", "A") and names_argument("A[0, 1] = -1", "A")
+    assert classify(named_ok, {"A": 1}, "B")[0] is False
+
+
+def _make_run(fixed, strategy, fn, valid, param, kind, name, tried, named, failures):
+    cfg = settings(derandomize=True, database=None, deadline=None, max_examples=MAX_EXAMPLES,
+                   suppress_health_check=list(HealthCheck), print_blob=False,
+                   phases=[Phase.explicit, Phase.generate] if strategy is not None else [Phase.explicit])
+
+    def run(bad):
+        kwargs = valid()
+        kwargs[param] = bad
+        ok, what = classify(fn, kwargs, param)
+        tried[kind.label] += 1
+        if ok:
+            named[kind.label] += 1
+        else:
+            failures.append(f"{name}({param}={_short(bad)}): {what}")
+
+    run = given(bad=strategy if strategy is not None else st.sampled_from(fixed))(run)
+    for value in reversed(fixed):
+        run = example(bad=value)(run)
+    return cfg(run)
+
+
+def _fuzz():
+    """Run every bad call; return (tried per kind, named per kind, failures)."""
+    tried = Counter()
+    named = Counter()
+    failures = []
+    for name in sorted(SPECS):
+        fn = getattr(sattn, name)
+        valid, kinds = SPECS[name]
+        base = valid()
+        for param in sorted(kinds):
+            kind = kinds[param]
+            fixed, strategy = kind.make(base.get(param))
+            _make_run(fixed, strategy, fn, valid, param, kind, name, tried, named, failures)()
+    return tried, named, failures
+
+
+def test_fuzz_the_public_api():
+    with matplotlib.rc_context():
+        tried, named, failures = _fuzz()
+    n_tried, n_named = sum(tried.values()), sum(named.values())
+    per_kind = {k: {"tried": tried[k], "named": named[k]} for k in sorted(tried)}
+    by_place = defaultdict(int)
+    for f in failures:
+        by_place[f.split("=", 1)[0]] += 1
+    record(
+        "fuzz-api",
+        title="Bad input to the public API of sattn: calls that raised a named error "
+              "(ValueError/TypeError naming the argument)",
+        tried=n_tried, passed=n_named, unit="calls", test="tests/package/test_fuzz_api.py",
+        details={"functions": len(SPECS), "parameters": sum(len(k) for _, k in SPECS.values()),
+                 "excluded": sorted(EXCLUDED), "per_kind": per_kind,
+                 "failing_parameters": dict(sorted(by_place.items()))},
+        failures=failures,
+    )
+    assert n_tried > 0
+    assert not failures, (f"{len(failures)} of {n_tried} bad calls did not raise a named error:\n"
+                          + "\n".join(failures))
