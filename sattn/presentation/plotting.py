@@ -97,10 +97,11 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
     Raises
     ------
     TypeError
-        If ``M`` is not a real numeric array.
+        If ``M`` is not a real numeric array, ``ax`` has no ``imshow``, ``log`` or ``colorbar``
+        is not a bool, or ``cmap`` is neither a name nor a Colormap.
     ValueError
-        If ``M`` is not a non-empty 2-D array, or ``log`` is set and ``M`` has a negative entry
-        or ``floor`` is not a positive finite number.
+        If ``M`` is not a non-empty 2-D array, ``log`` is set and ``M`` has a negative entry,
+        or ``floor`` (checked whether or not ``log`` is set) is not a positive finite number.
     """
     if not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
