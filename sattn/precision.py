@@ -46,6 +46,7 @@ from .universality.universal import TwoLayerModel
 
 __all__ = [
     "FORMATS",
+    "FormatOverflow",
     "MODES",
     "FloatFormat",
     "float_format",
@@ -359,12 +360,29 @@ def model_in(model, X, fmt) -> np.ndarray:
                     f"got {type(model).__name__}")
 
 
+class FormatOverflow(ValueError):
+    """A weight of a model does not fit in a number format: rounding it gives an infinity."""
+
+
+def _rounded(layer, names, fmt):
+    out = []
+    for nm in names:
+        w = np.asarray(getattr(layer, nm), dtype=np.float64)
+        r = round_to(w, fmt)
+        if not np.isfinite(r).all():
+            f = float_format(fmt)
+            raise FormatOverflow(f"{type(layer).__name__}.{nm} overflows {f.name}: its largest "
+                                 f"|entry| {np.abs(w).max():.4g} exceeds the format's maximum {f.max:.4g}")
+        out.append(r)
+    return out
+
+
 def _round_head(h: AttentionHead, fmt) -> AttentionHead:
-    return AttentionHead(*(round_to(w, fmt) for w in (h.W_Q, h.W_K, h.W_V, h.W_O)))
+    return AttentionHead(*_rounded(h, ("W_Q", "W_K", "W_V", "W_O"), fmt))
 
 
 def _round_ffn(f: FeedForward, fmt) -> FeedForward:
-    return FeedForward(*(round_to(w, fmt) for w in (f.W1, f.b1, f.W2, f.b2)))
+    return FeedForward(*_rounded(f, ("W1", "b1", "W2", "b2"), fmt))
 
 
 def round_model(model, fmt):
@@ -372,6 +390,13 @@ def round_model(model, fmt):
 
     Evaluating the copy with its own ``__call__`` (float64 arithmetic) on a rounded input is
     mode (a), "weights".
+
+    Raises
+    ------
+    FormatOverflow
+        If a weight does not fit in the format (it would round to an infinity, e.g. a feed-forward
+        slope above 65504 in float16). The precision checks treat such a model as one whose every
+        output is lost.
 
     References
     ----------
@@ -401,7 +426,10 @@ def _outputs(model, Xs, fmt, mode):
     Z = np.stack([np.asarray(X, dtype=np.float64) for X in Xs])
     if mode == "forward":
         return list(model_in(model, Z, fmt))
-    rounded = round_model(model, fmt)  # a weight may overflow to inf: evaluate without validation
+    try:
+        rounded = round_model(model, fmt)
+    except FormatOverflow:  # the weights do not fit the format: every output is lost
+        return [np.full(np.shape(X), np.inf) for X in Z]
     return list(model_in(rounded, round_to(Z, fmt), "float64"))
 
 
