@@ -6,6 +6,8 @@ Nothing here is mocked: the clusters are ``distributed.LocalCluster``s of worker
 - ``--scheduler local`` writes the same CSV, byte for byte, as ``--jobs 1``.
 - A worker process killed in the middle of a run: the run completes, nothing lost, duplicated or
   corrupted, the CSV identical (recorded for the status page as ``worker-death``).
+- A worker with other library versions, and a task that kills its workers, are reported (an
+  ExperimentError naming the task), not hidden.
 - Two runs on one ``--out`` at once: the second is refused with the first's PID and changes
   nothing; after the first is killed with ``kill -9`` its stale lock does not block the next run.
 """
@@ -20,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import dask
 import pytest
 from distributed import Client, LocalCluster
 
@@ -189,6 +192,27 @@ def test_lock_within_one_process_and_clean_temporaries_needs_it(tmp_path):
     with OutputLock(tmp_path / "other") as other, pytest.raises(StoreError, match="lock"):
         TaskStore(tmp_path / "tasks").clean_temporaries(other)          # another folder's lock
     OutputLock(tmp_path).acquire().release()                            # free again
+
+
+def test_a_worker_with_other_versions_or_a_task_that_kills_workers_is_reported():
+    """The cluster's failures that Dask does not absorb become ExperimentErrors naming the task: a
+    worker whose numpy reports another version, and a task that kills every worker it runs on
+    (here Dask gives up after the first death: allowed-failures = 0)."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    try:
+        assert list(cluster_mod.run_on_cluster(client, abs, [-2], key=str)) == [(-2, 2)]
+        client.run(exec, "import numpy; numpy.__version__ = '0.0.0'")    # this worker only
+        with pytest.raises(ExperimentError, match=r"task -3 ran on the Dask worker tcp://127.0.0.1:\d+ "
+                                                  r"with .*'numpy': '0.0.0'.*results could differ"):
+            list(cluster_mod.run_on_cluster(client, abs, [-3], key=str))
+        with pytest.raises(ExperimentError, match="task 7: the Dask workers running it died"):
+            list(cluster_mod.run_on_cluster(client, os._exit, [7], key=str))
+    finally:
+        client.close()
+        cluster.close()
 
 
 def test_an_address_without_a_scheduler_is_a_clear_error(monkeypatch, tmp_path):
