@@ -1,15 +1,17 @@
 """Command line of :mod:`sattn`.
 
     python -m sattn reproduce fig3|fig4|fig5 [--setups ...] [--lengths ...] [--jobs N]
+                                             [--scheduler local|tcp://HOST:PORT] [--workers N]
                                              [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
     python -m sattn bench [--quick] [--out benchmarks/results.json]
     python -m sattn setups
 
 ``reproduce`` is resumable: rerunning the same command after an interruption (Ctrl-C, a crash,
-``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``.
-To run on a Dask cluster, call :func:`sattn.reproduce` inside
-``joblib.parallel_config(backend="dask")`` with a ``distributed.Client`` connected (joblib's Dask
-backend); the task code is the same.
+``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``
+or on the cluster. ``--scheduler tcp://HOST:PORT`` runs the tasks on a running Dask cluster,
+``--scheduler local`` on a local cluster of ``--workers`` processes (default: one per core); the
+results come back to this process, which writes the store. One run at a time may write to an
+``--out`` folder (a second one is refused, changing nothing).
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from .experiments.store import StoreError
 
 def _reproduce(args) -> int:
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
-                    jobs=args.jobs, out=args.out, progress=not args.no_progress)
+                    jobs=args.jobs, out=args.out, progress=not args.no_progress,
+                    scheduler=args.scheduler, workers=args.workers)
     if args.figure == "fig5":
         print(f"fig5: wrote maps for {man['setup']['name']} at L = {man['L']} "
               f"in {man['wall_seconds_this_run']:.1f} s")
     else:
-        print(f"{args.figure} ({man['profile']}): {len(man['computed'])} tasks computed, "
+        where = "" if man.get("scheduler") is None else (
+            f" on {man['dask_workers']} Dask worker(s) at {man['scheduler']}"
+            if man.get("dask_workers") is not None else f" (scheduler {man['scheduler']})")
+        print(f"{args.figure} ({man['profile']}): {len(man['computed'])} tasks computed{where}, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
     return 0
 
@@ -63,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")
     r.add_argument("--jobs", type=int, default=1, help="parallel workers (-1: all cores)")
+    r.add_argument("--scheduler", default=None, metavar="local|ADDRESS",
+                   help="run the tasks on a Dask cluster: 'local' starts one on 127.0.0.1 for this "
+                        "run, an address (tcp://host:port) joins a running one; this process "
+                        "writes the results. Not with --jobs")
+    r.add_argument("--workers", type=int, default=None,
+                   help="worker processes of --scheduler local (default: one per core)")
     r.add_argument("--profile", default="quick", help="quick (default), paper or paper-q1")
     r.add_argument("--out", default=None,
                    help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")

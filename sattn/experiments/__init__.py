@@ -6,9 +6,11 @@ Modules, in the order in which they may import each other:
   of one draw;
 * :mod:`~sattn.experiments.engine`: the fast engine, one draw in named stages;
 * :mod:`~sattn.experiments.setups`: setups, profiles and tasks (what to compute);
-* :mod:`~sattn.experiments.store`: the resumable store of task results and manifests;
+* :mod:`~sattn.experiments.store`: the resumable store of task results and manifests, and the
+  lock of an output folder;
 * :mod:`~sattn.experiments.reference`: the literal Algorithm 1, which the fast engine is tested
   against;
+* :mod:`~sattn.experiments.cluster`: running tasks on a Dask cluster (``--scheduler``);
 * :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
 * :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
 

@@ -10,10 +10,11 @@ This module orchestrates; it holds no numerics of its own. The setups, profiles 
 :mod:`sattn.experiments.setups`, the draws are decided by the fast engine
 (:class:`~sattn.experiments.engine.FastEngine`, tested against
 :mod:`sattn.experiments.reference`), finished tasks go to the resumable store
-(:mod:`sattn.experiments.store`). :func:`reproduce` runs the missing tasks in parallel with joblib
-(any joblib backend, e.g. Dask's, through ``joblib.parallel_config``), shows tqdm progress, and
-writes ``<figure>.csv`` plus ``<figure>_manifest.json`` (parameters, grids, seeds, versions, wall
-time, checksums).
+(:mod:`sattn.experiments.store`). :func:`reproduce` holds the output folder's lock for the whole
+run, runs the missing tasks in parallel with joblib (``jobs``) or on a Dask cluster
+(``scheduler``, :mod:`sattn.experiments.cluster`), shows tqdm progress, and writes
+``<figure>.csv`` plus ``<figure>_manifest.json`` (parameters, grids, seeds, versions, wall time,
+checksums).
 
 References
 ----------
@@ -38,6 +39,7 @@ from tqdm.auto import tqdm
 from .._validate import as_vector
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
+from .cluster import check_scheduler, connect, n_workers, run_on_cluster
 from .engine import FastEngine
 from .setups import (
     FIGURES,
@@ -53,6 +55,7 @@ from .setups import (
     make_tasks,
 )
 from .store import (
+    OutputLock,
     StoreError,
     TaskStore,
     _check_existing_manifest,
@@ -127,6 +130,17 @@ def _run_and_store(task: Task, root: str) -> tuple[str, dict]:
     return task.task_id, payload
 
 
+def _task_id(task: Task) -> str:
+    return task.task_id
+
+
+def _stored_as_they_arrive(results, store: TaskStore):
+    """Results of the cluster, each written to the client's store as it arrives."""
+    for task, payload in results:
+        store.save(task, payload)
+        yield task.task_id, payload
+
+
 # ----------------------------------------------------------------------------- outputs
 FIG34_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "Q", "n_draws",
                  "grid_start", "grid_stop", "grid_step", "d_min", "draws_at_d_min",
@@ -151,7 +165,7 @@ def _progress(total, desc, enabled):
 
 
 def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out=None,
-              progress=True) -> dict:
+              progress=True, scheduler=None, workers=None) -> dict:
     """Compute (or resume) the data of one figure and write ``<out>/<figure>.csv`` + manifest.
 
     Parameters
@@ -162,6 +176,15 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
         Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
+    scheduler : str, optional
+        Run the tasks on a Dask cluster instead of joblib: ``"local"`` starts a
+        ``distributed.LocalCluster`` of worker processes on 127.0.0.1 (no dashboard) for this run;
+        any other value is a scheduler address such as ``"tcp://10.0.0.5:8786"``. The results come
+        back to this process, which writes the store and manifest under ``out``. Not with
+        ``jobs`` other than 1, nor with ``"fig5"``. Results do not depend on it.
+    workers : int, optional
+        Worker processes of ``scheduler="local"`` (default: the number of CPU cores, at most one
+        per task).
     out : path, optional
         Output folder; default the profile's (``data`` for "paper", ``data/q1`` for "paper-q1",
         ``data/quick`` for "quick").
@@ -176,9 +199,11 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     Raises
     ------
     ExperimentError
-        Bad request (figure, setups, lengths, jobs; setups or lengths given for fig5).
+        Bad request (figure, setups, lengths, jobs, scheduler, workers; setups, lengths or a
+        scheduler given for fig5); no scheduler at the address; a task lost by the cluster.
     StoreError
-        A stored result or the manifest is corrupted; nothing is overwritten.
+        A stored result or the manifest is corrupted, or another run holds the lock of ``out``;
+        nothing is overwritten.
     """
     prof = get_profile(profile)
     if figure not in FIGURES:
@@ -189,18 +214,32 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         raise TypeError(f"progress must be a bool, got {progress!r} ({type(progress).__name__})")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    check_scheduler(scheduler, workers)
+    if scheduler is not None and jobs != 1:
+        raise ExperimentError(f"jobs={jobs!r} asks for joblib workers on this machine, but with a "
+                              "scheduler the cluster's workers run the tasks (--workers N sizes "
+                              "--scheduler local); give one or the other")
     out = Path(out) if out is not None else Path(prof.out)
     if figure == "fig5":
-        if setups is not None or lengths is not None:
+        if setups is not None or lengths is not None or scheduler is not None:
             raise ExperimentError(
                 f"fig5 uses the {prof.name} profile's one setting ({prof.fig5['setup']}) and "
-                f"L = {prof.fig5['L']}; --setups and --lengths apply to fig3 and fig4 only, "
-                f"got setups={setups!r}, lengths={lengths!r}")
-        return _reproduce_fig5(prof, out)
+                f"L = {prof.fig5['L']}, computed here; --setups, --lengths and --scheduler apply "
+                f"to fig3 and fig4 only, got setups={setups!r}, lengths={lengths!r}, "
+                f"scheduler={scheduler!r}")
+        with OutputLock(out):
+            return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
+    with OutputLock(out) as lock:
+        return _reproduce_tasks(figure, prof, tasks, out, lock, jobs=jobs, progress=progress,
+                                scheduler=scheduler, workers=workers)
+
+
+def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, scheduler, workers):
+    """The body of :func:`reproduce` for Figures 3 and 4, under the output folder's lock."""
     store = TaskStore(out / "tasks" / figure)
     previous, missing = _check_existing_manifest(out, figure, store)
-    store.clean_temporaries()
+    store.clean_temporaries(lock)
     payloads = {}
     for t in tasks:
         rec = store.load(t)
@@ -212,11 +251,22 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     todo.sort(key=lambda t: -t.L * t.Q * t.grid[0])
     t0 = time.perf_counter()
     computed = []
+    cluster_workers = None
     bar = _progress(len(tasks), f"{figure} ({prof.name})", progress)
     bar.update(len(reused))
     try:
-        if todo:
-            if jobs == 1:
+        with contextlib.ExitStack() as stack:
+            if not todo:
+                results = ()
+            elif scheduler is not None:
+                # the workers compute; this process writes each result as it arrives
+                client = stack.enter_context(connect(
+                    scheduler, workers=None if scheduler != "local" else
+                    min(workers or os.cpu_count() or 1, len(todo))))
+                cluster_workers = n_workers(client)
+                results = stack.enter_context(contextlib.closing(_stored_as_they_arrive(
+                    run_on_cluster(client, run_task, todo, key=_task_id), store)))
+            elif jobs == 1:
                 results = (_run_and_store(t, str(store.root)) for t in todo)
             else:
                 results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
@@ -247,7 +297,9 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
                              "setup_key = first 4 bytes of sha256('k=..;gamma=..;eps1=..;eps2=..')"),
                   "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
         "versions": _versions(),
-        "jobs": jobs,
+        "jobs": jobs if scheduler is None else None,
+        "scheduler": scheduler,
+        "dask_workers": cluster_workers,
         "wall_seconds_this_run": round(wall, 3),
         "wall_seconds_all_runs": round(wall + previous.get(
             "wall_seconds_all_runs", previous.get("wall_seconds_this_run", 0.0)), 3),

@@ -2,16 +2,21 @@
 
 One JSON file per finished task, written atomically (temporary file, fsync, ``os.replace``) and
 carrying its own SHA-256; a rerun after any interruption (even ``kill -9``) recomputes no finished
-task, and refuses to continue on a corrupted file or manifest (:ref:`ch-experiments`).
+task, and refuses to continue on a corrupted file or manifest (:ref:`ch-experiments`). One run at a
+time writes to an output folder: :class:`OutputLock` (an exclusive ``flock`` on
+``<out>/.reproduce.lock``) refuses a second run before it touches anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import socket
 import warnings
 from pathlib import Path
 
@@ -23,10 +28,13 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["StoreError", "StoreWarning", "TaskStore", "read_manifest", "write_manifest"]
+__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "read_manifest", "write_manifest"]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
 MANIFEST_DIGEST = "manifest_sha256"
+
+#: Name of the lock file of an output folder (see :class:`OutputLock`).
+LOCK_NAME = ".reproduce.lock"
 
 
 class StoreError(RuntimeError):
@@ -71,6 +79,83 @@ def _atomic_write(path: Path, data: bytes):
             os.close(fd)
 
 
+class OutputLock:
+    """Exclusive lock of an output folder for one run: ``flock(LOCK_EX | LOCK_NB)`` on
+    ``<folder>/.reproduce.lock``.
+
+    The lock file is created if needed and never deleted; it holds the PID, host and start time of
+    the run that last held it (for the message a refused run prints). The kernel releases the lock
+    when its holder exits, however it exits (``kill -9`` included), so a stale lock file never
+    blocks the next run. Use as a context manager.
+
+    Parameters
+    ----------
+    folder : path
+        The output folder (created if missing).
+
+    Raises
+    ------
+    StoreError
+        On entry, if another run (another process, or another open of the same folder in this
+        one) holds the lock; nothing in the folder was changed.
+    """
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_NAME
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def covers(self, path) -> bool:
+        """Whether this lock is held and ``path`` lies in its folder."""
+        if not self.held:
+            return False
+        path, folder = Path(path).resolve(), self.folder.resolve()
+        return path == folder or folder in path.parents
+
+    def acquire(self):
+        if self.held:
+            raise StoreError(f"{self.path} is already held by this run")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or "PID unknown"
+            finally:
+                os.close(fd)
+            raise StoreError(f"another run ({holder}) is writing to {self.folder}: it holds the lock "
+                             f"{self.path}. This run changed nothing. Wait for that run to finish "
+                             "(or stop it), or use another --out folder.") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        info = f"PID {os.getpid()} on {socket.gethostname()}, started {started}\n".encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info, 0)
+        self._fd = fd
+        return self
+
+    def release(self):
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
 class TaskStore:
     """One JSON file per finished task, ``<root>/<task_id>.json``, each with its own SHA-256.
 
@@ -85,7 +170,20 @@ class TaskStore:
     def path(self, task: Task) -> Path:
         return self.root / f"{task.task_id}.json"
 
-    def clean_temporaries(self) -> int:
+    def clean_temporaries(self, lock: OutputLock) -> int:
+        """Remove the temporary files a killed writer left; return how many.
+
+        Only the run holding ``lock`` (an :class:`OutputLock` of a folder containing the store) may
+        do this: a temporary file of a running writer is not a leftover.
+
+        Raises
+        ------
+        StoreError
+            If ``lock`` is not held or does not cover the store.
+        """
+        if not (isinstance(lock, OutputLock) and lock.covers(self.root)):
+            raise StoreError(f"clean_temporaries of {self.root} needs the output folder's lock "
+                             "(OutputLock) held by this run")
         n = 0
         if self.root.is_dir():
             for p in self.root.glob(".tmp-*"):

@@ -33,7 +33,8 @@ LAYERS = [
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets"]},
-    {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "protocol", "bench"],
+    {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
+                           "bench"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything

@@ -18,10 +18,23 @@ from sattn.__main__ import main as cli_main
 from sattn.experiments.engine import ENGINE_VERSION
 from sattn.experiments.protocol import fit_log, load_figure, reproduce, run_task
 from sattn.experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
-from sattn.experiments.store import StoreError, StoreWarning, TaskStore, _sha256_file, write_manifest
+from sattn.experiments.store import (
+    LOCK_NAME,
+    StoreError,
+    StoreWarning,
+    TaskStore,
+    _sha256_file,
+    write_manifest,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
+
+
+def _files(folder: Path) -> dict:
+    """Every file under ``folder`` and its bytes, but for the lock file (each run writes its PID
+    there; it holds no data)."""
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name != LOCK_NAME}
 
 
 def test_fit_log_recovers_exact_curve():
@@ -142,10 +155,10 @@ def test_manifest_with_wrong_types_is_a_clear_error(tmp_path, edit, msg):
     man = json.loads(mpath.read_text())
     edit(man)
     write_manifest(mpath, man)
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    before = _files(tmp_path)
     with pytest.raises(StoreError, match=msg):
         reproduce("fig3", **kw)
-    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert _files(tmp_path) == before
 
 
 def test_manifest_edited_without_its_checksum_is_refused(tmp_path):
@@ -158,11 +171,11 @@ def test_manifest_edited_without_its_checksum_is_refused(tmp_path):
     man = json.loads(mpath.read_text())
     man["runs"] += 1
     mpath.write_text(json.dumps(man))
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    before = _files(tmp_path)
     for call in (lambda: reproduce("fig3", **kw), lambda: load_figure("fig3", tmp_path)):
         with pytest.raises(StoreError, match="does not match its own SHA-256"):
             call()
-    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert _files(tmp_path) == before
 
 
 def test_missing_listed_result_is_recomputed_with_a_warning(tmp_path):

@@ -26,7 +26,7 @@ import pytest
 
 from reliability import record
 from sattn import load_figure, reproduce
-from sattn.experiments.store import StoreError, StoreWarning
+from sattn.experiments.store import LOCK_NAME, StoreError, StoreWarning
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])
@@ -34,8 +34,9 @@ N_CORRUPTIONS = 48
 
 
 def _snapshot(folder: Path) -> dict:
+    """The data files under ``folder`` (not the lock file: each run writes its PID there)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+            if p.is_file() and p.name != LOCK_NAME}
 
 
 @pytest.fixture(scope="module")
