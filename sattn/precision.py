@@ -24,21 +24,29 @@ Each construction has a check returning a :class:`PrecisionReport` (criterion, m
 threshold search (:func:`smallest_bits`) and the book's a-priori estimate of the bits it needs
 (``*_bits_needed``), computed from the construction's own margins. The chapter
 :ref:`ch-finite-precision` explains and measures all of it.
+
+Every public function checks its arguments with :mod:`sattn._validate`: bad input raises a
+:class:`ValueError` or :class:`TypeError` naming the argument, what was received and what was
+expected (formats, modes, models, sequences, labels, tolerances, sizes); nothing is clipped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
-from .layers import AttentionHead, FeedForward, hardmax, multihead_attention
+from ._validate import as_float_array, check_int, check_real, check_rng
+from .attention import _check_weights
+from .layers import AttentionHead, FeedForward, _check_ffn, _check_heads, hardmax, multihead_attention
+from .patterns.construction import Approximation, check_target
 from .patterns.criteria import check_approximation
 from .results import Result
-from .universality.contextual import vocabulary
+from .universality.contextual import as_sequences, vocabulary
 from .universality.hardmax import hardmax_counterexample
 from .universality.memorize import OneLayerTransformer
 from .universality.rank_one import RankOneContextualMapping
@@ -87,12 +95,31 @@ class FloatFormat:
 
     ``unit_roundoff`` is ``2**-p``, the largest relative error of rounding to nearest;
     ``max`` the largest finite value (``inf`` for the p-bit formats, whose exponent is unbounded).
+    Built by :func:`float_format`; a hand-built one is checked: a non-empty ``name`` (one of
+    :data:`FORMATS` must carry that format's bits), ``2 <= bits <= 53``, ``max > 0`` (``inf``
+    allowed) and ``accumulate`` one of ``"float32"``, ``"float64"``.
     """
 
     name: str
     bits: int
     max: float
     accumulate: str
+
+    def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r} ({type(self.name).__name__})")
+        if not self.name.strip():
+            raise ValueError(f"name must be non-empty, got {self.name!r}")
+        check_int("bits", self.bits, low=2, high=53)
+        if self.name in _BITS and self.bits != _BITS[self.name]:
+            raise ValueError(f"bits: the format {self.name} has {_BITS[self.name]} significand bits, "
+                             f"got bits = {self.bits}")
+        if isinstance(self.max, bool) or not isinstance(self.max, numbers.Real):
+            raise TypeError(f"max must be a real number, got {self.max!r} ({type(self.max).__name__})")
+        if not self.max > 0:
+            raise ValueError(f"max must be > 0 (inf for an unbounded exponent), got {self.max!r}")
+        if not isinstance(self.accumulate, str) or self.accumulate not in ("float32", "float64"):
+            raise ValueError(f"accumulate must be 'float32' or 'float64', got {self.accumulate!r}")
 
     @property
     def unit_roundoff(self) -> float:
@@ -124,16 +151,16 @@ def float_format(fmt) -> FloatFormat:
         return fmt
     if isinstance(fmt, str):
         if fmt not in _DTYPES:
-            raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)} or an integer "
+            raise ValueError(f"fmt: unknown format {fmt!r}; allowed: {', '.join(FORMATS)} or an integer "
                              "number of significand bits 2..53")
         dt = _DTYPES[fmt]
         acc = {"float64": "float64", "float32": "float32"}.get(fmt, "float32")
         return FloatFormat(fmt, _BITS[fmt], float(ml_dtypes.finfo(dt).max), acc)
     if isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
         if not 2 <= int(fmt) <= 53:
-            raise ValueError(f"a p-bit format needs 2 <= p <= 53, got p = {fmt}")
+            raise ValueError(f"fmt: a p-bit format needs 2 <= p <= 53, got p = {fmt}")
         return FloatFormat(f"{int(fmt)}-bit", int(fmt), math.inf, "float64")
-    raise TypeError(f"format must be a name ({', '.join(FORMATS)}), an integer number of bits or a "
+    raise TypeError(f"fmt must be a format name ({', '.join(FORMATS)}), an integer number of bits or a "
                     f"FloatFormat, got {type(fmt).__name__} {fmt!r}")
 
 
@@ -157,7 +184,7 @@ def round_to(x, fmt) -> np.ndarray:
     Chapter :ref:`ch-finite-precision`.
     """
     f = float_format(fmt)
-    x = np.asarray(x, dtype=np.float64)
+    x = as_float_array("x", x, finite=False)
     if f.name == "float64":
         return x.copy()
     if f.name in _DTYPES:
@@ -245,6 +272,40 @@ class FormatArithmetic:
 # Forward passes in a format
 # ----------------------------------------------------------------------------------------
 
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def _as_columns(name, value, d=None):
+    """A sequence ``(d, n)`` or a batch ``(B, d, n)`` of finite reals, non-empty."""
+    a = as_float_array(name, value)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"{name} must be a (d, n) sequence or a (B, d, n) batch, got shape {a.shape} "
+                         f"(ndim={a.ndim})")
+    if 0 in a.shape:
+        raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
+    if d is not None and a.shape[-2] != d:
+        raise ValueError(f"{name} must have d = {d} rows (the model's width), got shape {a.shape}")
+    return a
+
+
+def _model_width(model) -> int:
+    if isinstance(model, RankOneContextualMapping):
+        return np.shape(model.head.W_Q)[1]
+    if isinstance(model, OneLayerTransformer):
+        return np.shape(model.attention.head.W_Q)[1]
+    return np.shape(model.ffn1.W1)[1]
+
+
+def _check_model(model, types=(RankOneContextualMapping, OneLayerTransformer, TwoLayerModel)):
+    if not isinstance(model, types):
+        names = " or ".join(t.__name__ for t in types)
+        raise TypeError(f"model must be a {names}, got {type(model).__name__}")
+    return model
+
+
 def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray:
     """``SAM(X)`` (row convention, Part I) computed in the format: logits, softmax, all rounded.
 
@@ -268,6 +329,8 @@ def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray
     ----------
     Eqs. (1)-(2) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
     """
+    X, W_Q, W_K = _check_weights(X, W_Q, W_K)
+    causal = _check_bool("causal", causal)
     ar = FormatArithmetic(fmt)
     X, W_Q, W_K = ar.r(X), ar.r(W_Q), ar.r(W_K)
     G = ar.matmul(ar.matmul(X, W_Q), ar.matmul(X, W_K).T)
@@ -300,13 +363,24 @@ def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
     ----------
     Eq. (2) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
     """
-    if kind not in ("softmax", "hardmax"):
+    if not isinstance(kind, str) or kind not in ("softmax", "hardmax"):
         raise ValueError(f"kind must be 'softmax' or 'hardmax', got {kind!r}")
     ar = FormatArithmetic(fmt)
+    Z = _as_columns("Z", Z)
+    return _attention_cols(Z, _check_heads(heads, Z.shape[-2], exact=False), ar, kind)
+
+
+def _head_weights(h: AttentionHead) -> list:
+    return [(h.W_Q, h.W_K, h.W_V, h.W_O)]
+
+
+def _attention_cols(Z, heads, ar, kind):
+    """:func:`column_attention_in` on checked arguments (``heads``: ``(W_Q, W_K, W_V, W_O)`` tuples);
+    ``Z`` may hold infinities from an earlier layer's overflow."""
     Z = ar.r(Z)
     out = Z
     for h in heads:
-        W_Q, W_K, W_V, W_O = (ar.r(np.asarray(w, dtype=np.float64)) for w in (h.W_Q, h.W_K, h.W_V, h.W_O))
+        W_Q, W_K, W_V, W_O = (ar.r(np.asarray(w, dtype=np.float64)) for w in h)
         S = ar.matmul(np.swapaxes(ar.matmul(W_K, Z), -1, -2), ar.matmul(W_Q, Z))  # S[.., l, k]: key l, query k
         if kind == "softmax":
             P = ar.softmax(S, axis=-2)
@@ -321,15 +395,34 @@ def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
 def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
     """``H + W2 relu(W1 H + b1) + b2`` in the format (products, bias adds, skip, all rounded).
 
-    ``H`` has shape (d, n) or (B, d, n).
+    Parameters
+    ----------
+    H : array_like, shape (d, n) or (B, d, n)
+        Finite reals.
+    ffn : FeedForward or (W1, b1, W2, b2)
+        Shapes as in :func:`sattn.feed_forward`.
+    fmt : str, int or FloatFormat
 
     References
     ----------
     Eq. (3) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
     """
     ar = FormatArithmetic(fmt)
+    H = _as_columns("H", H)
+    if isinstance(ffn, FeedForward) and np.ndim(ffn.W1) == 2 and np.shape(ffn.W1)[1] != H.shape[-2]:
+        raise ValueError(f"H must have d = ffn.W1.shape[1] = {np.shape(ffn.W1)[1]} rows (the layer's width), "
+                         f"got shape {H.shape}")
+    return _ffn_cols(H, _check_ffn(ffn, H.shape[-2]), ar)
+
+
+def _ffn_weights(f: FeedForward) -> tuple:
+    return (f.W1, f.b1, f.W2, f.b2)
+
+
+def _ffn_cols(H, weights, ar):
+    """:func:`feed_forward_in` on checked arguments; ``H`` may hold infinities."""
     H = ar.r(H)
-    W1, b1, W2, b2 = (ar.r(np.asarray(w, dtype=np.float64)) for w in (ffn.W1, ffn.b1, ffn.W2, ffn.b2))
+    W1, b1, W2, b2 = (ar.r(np.asarray(w, dtype=np.float64)) for w in weights)
     hid = ar.relu(ar.add(ar.matmul(W1, H), b1[:, None]))
     return ar.add(ar.add(H, ar.matmul(W2, hid)), b2[:, None])
 
@@ -341,23 +434,40 @@ def model_in(model, X, fmt) -> np.ndarray:
     ----------
     model : RankOneContextualMapping, OneLayerTransformer or TwoLayerModel
     X : array_like, shape (d, n) or (B, d, n)
+        Finite reals, ``d`` the model's width (and ``n`` that of its positional encoding, if any).
     fmt : str, int or FloatFormat
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is none of the three, or ``X`` or ``fmt`` has a wrong type.
+    ValueError
+        If ``X`` has a wrong shape or a non-finite entry, or ``fmt`` is unknown.
 
     References
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
+    _check_model(model)
+    float_format(fmt)
+    X = _as_columns("X", X, _model_width(model))
+    if isinstance(model, OneLayerTransformer) and model.E is not None and X.shape[-1] != np.shape(model.E)[1]:
+        raise ValueError(f"X must have n = {np.shape(model.E)[1]} columns (the positional encoding's), "
+                         f"got shape {X.shape}")
+    return _model_in(model, X, fmt)
+
+
+def _model_in(model, X, fmt):
+    """:func:`model_in` on checked arguments; ``X`` may hold infinities (inputs rounded in mode (a))."""
+    ar = FormatArithmetic(fmt)
     if isinstance(model, RankOneContextualMapping):
-        return column_attention_in(X, [model.head], fmt)
+        return _attention_cols(X, _head_weights(model.head), ar, "softmax")
     if isinstance(model, OneLayerTransformer):
-        ar = FormatArithmetic(fmt)
         H = ar.r(X) if model.E is None else ar.add(ar.r(X), ar.r(model.E))
-        return feed_forward_in(column_attention_in(H, [model.attention.head], fmt), model.ffn, fmt)
-    if isinstance(model, TwoLayerModel):
-        H = feed_forward_in(X, model.ffn1, fmt)
-        return feed_forward_in(column_attention_in(H, [model.head], fmt), model.ffn2, fmt)
-    raise TypeError("model must be a RankOneContextualMapping, OneLayerTransformer or TwoLayerModel, "
-                    f"got {type(model).__name__}")
+        return _ffn_cols(_attention_cols(H, _head_weights(model.attention.head), ar, "softmax"),
+                         _ffn_weights(model.ffn), ar)
+    H = _ffn_cols(X, _ffn_weights(model.ffn1), ar)
+    return _ffn_cols(_attention_cols(H, _head_weights(model.head), ar, "softmax"), _ffn_weights(model.ffn2), ar)
 
 
 class FormatOverflow(ValueError):
@@ -402,35 +512,46 @@ def round_model(model, fmt):
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
+    _check_model(model)
+    fmt = float_format(fmt)
     if isinstance(model, RankOneContextualMapping):
         return dataclasses.replace(model, head=_round_head(model.head, fmt))
     if isinstance(model, OneLayerTransformer):
         att = dataclasses.replace(model.attention, head=_round_head(model.attention.head, fmt))
         E = None if model.E is None else round_to(model.E, fmt)
         return OneLayerTransformer(attention=att, ffn=_round_ffn(model.ffn, fmt), E=E)
-    if isinstance(model, TwoLayerModel):
-        return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=_round_head(model.head, fmt),
-                             ffn2=_round_ffn(model.ffn2, fmt), K=model.K)
-    raise TypeError("model must be a RankOneContextualMapping, OneLayerTransformer or TwoLayerModel, "
-                    f"got {type(model).__name__}")
+    return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=_round_head(model.head, fmt),
+                         ffn2=_round_ffn(model.ffn2, fmt), K=model.K)
 
 
 def _check_mode(mode):
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; allowed: {', '.join(MODES)}")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     return mode
 
 
+def _check_callable(name, fn):
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {fn!r} ({type(fn).__name__})")
+    return fn
+
+
+def _sequences(name, Xs, model):
+    """``Xs`` checked for ``model``: (d, n) sequences of the model's width (and its encoding's n)."""
+    E = getattr(model, "E", None)
+    return as_sequences(name, Xs, d=_model_width(model), n=None if E is None else np.shape(E)[1])
+
+
 def _outputs(model, Xs, fmt, mode):
-    _check_mode(mode)
+    """The model's outputs on checked sequences ``Xs``, in the format and mode."""
     Z = np.stack([np.asarray(X, dtype=np.float64) for X in Xs])
     if mode == "forward":
-        return list(model_in(model, Z, fmt))
+        return list(_model_in(model, Z, fmt))
     try:
         rounded = round_model(model, fmt)
     except FormatOverflow:  # the weights do not fit the format: every output is lost
         return [np.full(np.shape(X), np.inf) for X in Z]
-    return list(model_in(rounded, round_to(Z, fmt), "float64"))
+    return list(_model_in(rounded, round_to(Z, fmt), "float64"))
 
 
 def _min_separation(Xs, outs) -> float:
@@ -494,6 +615,12 @@ class PrecisionReport(Result):
                 f"{'holds' if self.ok else 'FAILS'}, margin {self.margin:.3g}; {self.criterion}")
 
 
+def _check_approx(approx):
+    if not isinstance(approx, Approximation):
+        raise TypeError(f"approx must be an Approximation (from sattn.approximate), got {type(approx).__name__}")
+    return approx
+
+
 def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionReport:
     """Criteria (6)-(7) for Algorithm 1's input ``X`` in a format.
 
@@ -523,8 +650,13 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
     """
     _check_mode(mode)
     f = float_format(fmt)
-    A = np.asarray(A, dtype=np.float64)
+    _check_approx(approx)
     causal = bool(approx.causal)
+    A = check_target(A, causal=causal)
+    L = approx.X.shape[0]
+    if A.shape != (L, L):
+        raise ValueError(f"A must be the approximated pattern, of shape (L, L) = ({L}, {L}) "
+                         f"(L = approx.X.shape[0]), got shape {A.shape}")
     if mode == "weights":
         X, WQ, WK = (round_to(a, f) for a in (approx.X, approx.W_Q, approx.W_K))
         G = (X @ WQ) @ (X @ WK).T
@@ -561,6 +693,7 @@ def algorithm1_bits_needed(approx) -> float:
     ----------
     Chapter :ref:`ch-finite-precision` (its estimate for Part I).
     """
+    _check_approx(approx)
     Q = approx.X @ approx.W_Q
     K = approx.X @ approx.W_K
     cond = float((np.abs(Q) @ np.abs(K).T).max())
@@ -582,6 +715,13 @@ def _draw_int_heads(rng, d, max_heads, max_s, bound, zero_key):
     return heads
 
 
+def _check_draws(rng, trials, d, max_heads, max_s, bound):
+    """The arguments of the random integer heads, checked as :func:`sattn.check_hardmax_counterexample` does."""
+    return (check_rng("rng", rng), check_int("trials", trials, low=1), check_int("d", d, low=1),
+            check_int("max_heads", max_heads, low=1), check_int("max_s", max_s, low=1),
+            check_int("bound", bound, low=1))
+
+
 def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int = 4,
                       max_s: int = 3, bound: int = 5, mode: str = "forward") -> PrecisionReport:
     """The hardmax counter-example in a format, over random integer heads.
@@ -601,6 +741,7 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     """
     f = float_format(fmt)
     _check_mode(mode)
+    rng, trials, d, max_heads, max_s, bound = _check_draws(rng, trials, d, max_heads, max_s, bound)
     X1, X2 = (X.astype(np.float64) for X in hardmax_counterexample(d))
     survive = 0
     for t in range(trials):
@@ -643,6 +784,7 @@ def hardmax_bits_needed(rng, *, trials: int = 200, d: int = 2, max_heads: int = 
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
+    rng, trials, d, max_heads, max_s, bound = _check_draws(rng, trials, d, max_heads, max_s, bound)
     X1, X2 = (X.astype(np.float64) for X in hardmax_counterexample(d))
     rho, big = math.inf, 1.0
     for t in range(trials):
@@ -659,6 +801,13 @@ def hardmax_bits_needed(rng, *, trials: int = 200, d: int = 2, max_heads: int = 
     return min(math.log2(2 / rho), math.log2(big + 1))
 
 
+def _check_cm(cm):
+    if not isinstance(cm, RankOneContextualMapping):
+        raise TypeError("cm must be a RankOneContextualMapping (from sattn.rank_one_contextual_mapping), "
+                        f"got {type(cm).__name__}")
+    return cm
+
+
 def contextual_precision(cm: RankOneContextualMapping, Xs, fmt, *, mode: str = "forward") -> PrecisionReport:
     """The rank-1 contextual mapping in a format: are all context ids still distinct?
 
@@ -672,7 +821,10 @@ def contextual_precision(cm: RankOneContextualMapping, Xs, fmt, *, mode: str = "
     ----------
     Definition 2 and Theorem 2 of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
     """
+    _check_mode(mode)
     f = float_format(fmt)
+    _check_cm(cm)
+    Xs = _sequences("Xs", Xs, cm)
     outs = _outputs(cm, Xs, f, mode)
     dist = _min_separation(Xs, outs)
     ref = _min_separation(Xs, [cm(X) for X in Xs])
@@ -695,6 +847,8 @@ def contextual_bits_needed(cm: RankOneContextualMapping, Xs) -> float:
     ----------
     Theorem 2 of Kajitsuka & Sato (2024) (book's version); Chapter :ref:`ch-finite-precision`.
     """
+    _check_cm(cm)
+    Xs = _sequences("Xs", Xs, cm)
     rep = cm.verify(Xs)
     amax = max(float(np.abs(cm.v @ X).max()) for X in Xs)
     r = max(float(np.abs(X).max()) for X in Xs)
@@ -714,7 +868,15 @@ def memorization_precision(model: OneLayerTransformer, Xs, Ys, fmt, *, mode: str
     ----------
     Theorems 3-4 of Kajitsuka & Sato (2024) (book's versions); Chapter :ref:`ch-finite-precision`.
     """
+    _check_mode(mode)
     f = float_format(fmt)
+    _check_model(model, (OneLayerTransformer,))
+    Xs = _sequences("Xs", Xs, model)
+    Ys = as_sequences("Ys", Ys, d=Xs[0].shape[0], n=Xs[0].shape[1])
+    if len(Ys) != len(Xs):
+        raise ValueError(f"Ys must hold one label matrix per sequence: {len(Xs)} sequences, "
+                         f"{len(Ys)} label matrices")
+    tol = check_real("tol", tol, low=0.0, low_open=True)
     outs = _outputs(model, Xs, f, mode)
     err = max(float(np.abs(o - np.asarray(Y, dtype=np.float64)).max()) if np.isfinite(o).all() else math.inf
               for o, Y in zip(outs, Ys))
@@ -743,14 +905,15 @@ def memorization_bits_needed(model, Xs, *, tol: float = 0.5) -> float:
     ----------
     Theorem 3 of Kajitsuka & Sato (2024) (book's version); Chapter :ref:`ch-finite-precision`.
     """
+    _check_model(model, (OneLayerTransformer, TwoLayerModel))
+    Xs = _sequences("Xs", Xs, model)
+    tol = check_real("tol", tol, low=0.0, low_open=True)
     if isinstance(model, OneLayerTransformer):
         ffn, head = model.ffn, model.attention.head
         Hs = [multihead_attention(X if model.E is None else X + model.E, [head]) for X in Xs]
-    elif isinstance(model, TwoLayerModel):
+    else:
         ffn = model.ffn2
         Hs = [multihead_attention(_ffn64(X, model.ffn1), [model.head]) for X in Xs]
-    else:
-        raise TypeError(f"model must be a OneLayerTransformer or TwoLayerModel, got {type(model).__name__}")
     W1, b1, W2 = (np.asarray(w, dtype=np.float64) for w in (ffn.W1, ffn.b1, ffn.W2))
     u = W1[0]
     S = float(np.abs(np.cumsum(W2.T, axis=0)).max())  # the slopes of the pieces (W2 holds their jumps)
@@ -780,9 +943,23 @@ def approximation_precision(model: TwoLayerModel, f, U, fmt, *, mode: str = "for
     Proposition 1 of Kajitsuka & Sato (2024) (book's construction); Chapter
     :ref:`ch-finite-precision`.
     """
+    _check_mode(mode)
     fm = float_format(fmt)
-    U = np.asarray(U, dtype=np.float64)
-    fU = np.asarray(f(U), dtype=np.float64)
+    _check_model(model, (TwoLayerModel,))
+    _check_callable("f", f)
+    U = as_float_array("U", U, ndim=3)
+    d = _model_width(model)
+    if U.shape[0] == 0 or U.shape[1] != d or U.shape[2] == 0:
+        raise ValueError(f"U must be a non-empty batch of points of shape (B, {d}, n) (d = the model's width), "
+                         f"got shape {U.shape}")
+    if reference is not None:
+        reference = check_real("reference", reference, low=0.0)
+    slack = check_real("slack", slack, low=0.0, low_open=True)
+    p = check_real("p", p, low=1.0)
+    fU = as_float_array("f(U)", f(U))
+    if fU.shape != U.shape:
+        raise ValueError(f"f must map the points U of shape {U.shape} to values of the same shape, "
+                         f"got shape {fU.shape}")
 
     def dp(G):
         if not np.isfinite(G).all():
@@ -808,6 +985,11 @@ def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
+    _check_callable("check", check)
+    low = check_int("low", low, low=2, high=53)
+    high = check_int("high", high, low=2, high=53)
+    if low > high:
+        raise ValueError(f"low must be at most high, got low = {low} > high = {high}")
     best = None
     for bits in range(high, low - 1, -1):
         res = check(bits)
@@ -828,6 +1010,7 @@ def smallest_format(check) -> str | None:
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
+    _check_callable("check", check)
     best = None
     for name in FORMATS:
         res = check(name)

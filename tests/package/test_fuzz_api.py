@@ -93,6 +93,11 @@ EXCLUDED = {
     # constants: not callable
     "PROFILES": "dict constant (profiles of the experiments), not callable",
     "SETUPS": "dict constant (setups of Figure 3), not callable",
+    # finite precision (sattn.precision)
+    "PrecisionReport": "result class returned by the *_precision checks",
+    "FormatOverflow": "exception class raised by round_model (a weight that does not fit a format)",
+    "FORMATS": "tuple constant (the named formats), not callable",
+    "MODES": "tuple constant (the two modes), not callable",
 }
 
 
@@ -394,8 +399,15 @@ NOT_FUZZED = {
 }
 
 
-def spec(_name, _valid, **kinds):
+#: Generated bad values per parameter for the callables whose valid call is not cheap enough for
+#: MAX_EXAMPLES (their fixed bad values all run).
+EXAMPLES = {}
+
+
+def spec(_name, _valid, _examples=None, **kinds):
     SPECS[_name] = (_valid, kinds)
+    if _examples is not None:
+        EXAMPLES[_name] = _examples
 
 
 # ---- attention, row convention
@@ -633,6 +645,105 @@ spec("reproduce", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3
 spec("run_task", lambda: dict(task=_task()),
      task=custom("task", ["abc", None, 5, {"a": 1}, _TASK_LIST, sattn.SETUPS["k1-g1-e3-0.9"]]))
 
+# ---- finite precision: tiny models built once (memorize on two 2 x 3 sequences, Algorithm 1 at L = 8,
+# a two-layer model on 10 samples)
+_A8 = sattn.band_pattern(8, 1)
+_APPROX = sattn.approximate(_A8, 1.0, 0.5, d=8, rng=_rng())
+_MEM, _ = sattn.memorize(_Xs(), _Ys(), _rng())
+_TWO, _ = sattn.two_layer_approximation(np.square, 2, 2, _rng(), samples=10)
+_U = np.random.default_rng(1).uniform(0.0, 1.0, (3, 1, 2))
+
+
+def _fmt():
+    """A format: a name of sattn.FORMATS, an integer 2..53 or a FloatFormat."""
+    def make(valid):
+        fixed = JUNK + [None, "", "unknown", "FLOAT32", "fp8", b"float32", ["float32"], 1, 54, -3, 10**12,
+                        2.5, 8.0, math.nan, math.inf, True, False]
+        rand = st.one_of(st.text(max_size=8).filter(lambda t: t not in sattn.FORMATS),
+                         st.integers(-10**6, 1), st.integers(54, 10**6),
+                         st.floats(allow_nan=True, allow_infinity=True))
+        return fixed, rand
+    return Kind("format", make)
+
+
+def _columns(like, *, d_bad):
+    """A (d, n) sequence or a (B, d, n) batch of finite reals (``d_bad``: a wrong width)."""
+    def make(valid):
+        base = np.asarray(like, dtype=np.float64)
+        r, c = base.shape
+        fixed = _types() + [base.astype(complex) + 1j, np.full(base.shape, "a"), [[1.0, 2.0], [3.0]],
+                            np.array(1.0), base[0].copy(), base[None, None].copy(), np.ones((0, c)),
+                            np.ones((r, 0)), np.ones((2, r, 0)), np.full((d_bad, c), 0.5),
+                            np.full((2, d_bad, c), 0.5)]
+        fixed += [_put(base, 0, 0, float(x)) for x in ("nan", "inf", "-inf")]
+        rand = st.builds(_put, st.just(base), st.integers(0, r - 1), st.integers(0, c - 1),
+                         _nonfinite(("nan", "inf", "-inf")))
+        return fixed, rand
+    return Kind("sequence or batch", make)
+
+
+def _points(like):
+    """A (B, d, n) batch of points."""
+    base = np.asarray(like, dtype=np.float64)
+    nan = base.copy()
+    nan[0, 0, 0] = np.nan
+    return custom("batch of points", _types() + [base.astype(complex), np.full(base.shape, "a"), base[0].copy(),
+                                               base[:, 0].copy(), base[None].copy(), np.ones((0, 1, 2)),
+                                               np.ones((3, 1, 0)), np.ones((3, 2, 2)), nan])
+
+
+_FMT = _fmt()
+_MODE = choice(sattn.MODES)
+_MODEL_BAD = ["abc", None, 5, {"a": 1}, _ffn(), _head(), _APPROX, [_MEM]]
+_MODEL = custom("model", _MODEL_BAD)
+_CM = custom("model", _MODEL_BAD + [_MEM, _TWO])
+_APPROX_BAD = custom("approximation", ["abc", None, 5, {"a": 1}, _report(), _A8, _MEM])
+_DRAWS = dict(rng=rng(), trials=integer(low=1), d=integer(low=1), max_heads=integer(low=1),
+              max_s=integer(low=1), bound=integer(low=1))
+_HM = dict(trials=2, d=1, max_heads=2, max_s=2, bound=2)
+_CHECK = custom("callable", ["abc", None, 5, {"a": 1}, [len], 1 + 2j])
+
+spec("float_format", lambda: dict(fmt="float16"), fmt=_FMT)
+spec("round_to", lambda: dict(x=np.array([1 / 3, -2.0, np.inf]), fmt=11),
+     x=custom("array", _types() + [np.array([1 + 1j]), np.full(3, "a"), [[1.0, 2.0], [3.0]], [None, 1.0],
+                                   np.array([1, "a"], dtype=object)]), fmt=_FMT)
+spec("FormatArithmetic", lambda: dict(fmt="bfloat16"), fmt=_FMT)
+spec("FloatFormat", lambda: dict(name="12-bit", bits=12, max=math.inf, accumulate="float64"),
+     name=string(nonempty=True), bits=integer(low=2, high=53),
+     max=custom("positive real or inf", _types(extra=["1.0"]) + [math.nan, True, 0.0, -1.0, -math.inf]),
+     accumulate=choice(("float32", "float64")))
+spec("attention_matrix_in", lambda: dict(X=_X(), W_Q=_W(), W_K=_W(), fmt="float16", causal=False),
+     **_XWW, fmt=_FMT)
+spec("column_attention_in", lambda: dict(Z=_Z(), heads=[_head()], fmt="float16", kind="softmax"),
+     Z=_columns(_Z(), d_bad=3), heads=HEADS_BAD, fmt=_FMT, kind=choice(("softmax", "hardmax")))
+spec("feed_forward_in", lambda: dict(H=_Z(), ffn=_ffn(), fmt="float16"),
+     H=_columns(_Z(), d_bad=3), ffn=FFN_BAD, fmt=_FMT)
+spec("model_in", lambda: dict(model=_MEM, X=_Xs()[0], fmt="float16"),
+     model=_MODEL, X=_columns(_Xs()[0], d_bad=3), fmt=_FMT)
+spec("round_model", lambda: dict(model=_MEM, fmt="float16"), model=_MODEL, fmt=_FMT)
+spec("algorithm1_precision", lambda: dict(approx=_APPROX, A=_A8, fmt="float16", mode="forward"),
+     approx=_APPROX_BAD, A=matrix("target pattern", **TARGET, shapes=[(4, 4), (9, 9)]), fmt=_FMT, mode=_MODE)
+spec("algorithm1_bits_needed", lambda: dict(approx=_APPROX), approx=_APPROX_BAD)
+spec("hardmax_precision", lambda: dict(rng=_rng(), fmt="float16", mode="forward", **_HM), 4,
+     **_DRAWS, fmt=_FMT, mode=_MODE)
+spec("hardmax_bits_needed", lambda: dict(rng=_rng(), **_HM), 4, **_DRAWS)
+spec("contextual_precision", lambda: dict(cm=_MEM.attention, Xs=_Xs(), fmt="float16", mode="forward"),
+     cm=_CM, Xs=SEQS_BAD, fmt=_FMT, mode=_MODE)
+spec("contextual_bits_needed", lambda: dict(cm=_MEM.attention, Xs=_Xs()), cm=_CM, Xs=SEQS_BAD)
+spec("memorization_precision", lambda: dict(model=_MEM, Xs=_Xs(), Ys=_Ys(), fmt="float16", mode="forward",
+                                            tol=0.5),
+     model=custom("model", _MODEL_BAD + [_MEM.attention, _TWO]), Xs=SEQS_BAD, Ys=LABELS_BAD, fmt=_FMT,
+     mode=_MODE, tol=real(low=0.0, low_open=True))
+spec("memorization_bits_needed", lambda: dict(model=_MEM, Xs=_Xs(), tol=0.5),
+     model=custom("model", _MODEL_BAD + [_MEM.attention]), Xs=SEQS_BAD, tol=real(low=0.0, low_open=True))
+spec("approximation_precision", lambda: dict(model=_TWO, f=np.square, U=_U, fmt="float16", mode="forward",
+                                             reference=None, slack=1.25, p=2.0),
+     model=custom("model", _MODEL_BAD + [_MEM, _MEM.attention]), f=callable_(), U=_points(_U), fmt=_FMT,
+     mode=_MODE, reference=real(low=0.0, none_ok=True), slack=real(low=0.0, low_open=True), p=real(low=1.0))
+spec("smallest_bits", lambda: dict(check=lambda p: p >= 10, low=2, high=20),
+     check=_CHECK, low=integer(low=2, high=53), high=integer(low=2, high=53))
+spec("smallest_format", lambda: dict(check=lambda f: f != "float16"), check=_CHECK)
+
 
 # =============================================================================== classifying a call
 def names_argument(message: str, param: str) -> bool:
@@ -733,6 +844,8 @@ def test_every_exclusion_is_what_it_says():
             assert isinstance(obj, type) and issubclass(obj, Exception), name
         elif reason.startswith("dict constant"):
             assert isinstance(obj, dict) and not callable(obj), name
+        elif reason.startswith("tuple constant"):
+            assert isinstance(obj, tuple) and not callable(obj), name
         elif reason.startswith(("constants dataclass", "model")):
             assert dataclasses.is_dataclass(obj) or isinstance(obj, type), name
             assert not issubclass(obj, sattn.Result), f"{name} is a Result: list it as a result class"
@@ -781,7 +894,8 @@ def test_the_classifier_can_fail():
 
 
 def _make_run(fixed, strategy, fn, valid, param, kind, name, tried, named, failures):
-    cfg = settings(derandomize=True, database=None, deadline=None, max_examples=MAX_EXAMPLES,
+    cfg = settings(derandomize=True, database=None, deadline=None,
+                   max_examples=EXAMPLES.get(name, MAX_EXAMPLES),
                    suppress_health_check=list(HealthCheck), print_blob=False,
                    phases=[Phase.explicit, Phase.generate] if strategy is not None else [Phase.explicit])
 
