@@ -19,7 +19,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
-        live screenshots linkcheck \
+        live screenshots linkcheck release \
         notebooks clean
 
 help:
@@ -31,6 +31,7 @@ help:
 	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
 	@echo "make linkcheck    check every internal link and anchor of _build/html"
 	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
+	@echo "make release    check, build, archive the site and tag v<version> (tools/release.py)"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +102,11 @@ serve:
 	@test -f _build/html/index.html || { echo "no built book: run 'make book' first"; exit 1; }
 	@echo "Serving the book on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
 	$(PYTHON) -m http.server $(PORT) --bind $(HOST) --directory _build/html
+
+# Tag v<version> (pyproject.toml) and archive the built site: tools/release.py says what it checks.
+release: $(STAMP) $(VENDOR)
+	$(MAKE) --no-print-directory book
+	$(BIN)/python tools/release.py
 
 clean:
 	rm -rf _build _vendor
