@@ -19,7 +19,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
-        live screenshots linkcheck release \
+        live screenshots linkcheck release pdf \
         notebooks clean
 
 help:
@@ -31,6 +31,7 @@ help:
 	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
 	@echo "make linkcheck    check every internal link and anchor of _build/html"
 	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
+	@echo "make pdf        the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
 	@echo "make release    check, build, archive the site and tag v<version> (tools/release.py)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -89,6 +90,7 @@ test: $(STAMP) $(VENDOR)
 	$(MAKE) --no-print-directory test-notebooks; \
 	$(MAKE) --no-print-directory test-nbval; \
 	$(MAKE) --no-print-directory book; \
+	$(MAKE) --no-print-directory pdf; \
 	$(MAKE) --no-print-directory test-site; \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
@@ -103,9 +105,20 @@ serve:
 	@echo "Serving the book on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
 	$(PYTHON) -m http.server $(PORT) --bind $(HOST) --directory _build/html
 
+# The whole book as one PDF: Sphinx's one-page build (singlehtml; same numbering, references and
+# bibliography as the site), printed by the test browser with the print styles of book.css
+# (tools/make_pdf.py). Measured against LaTeX (pdflatex/xelatex) in README, "The book as a PDF".
+PDF := _build/pdf/sattn-book.pdf
+pdf: $(STAMP) $(VENDOR)
+	$(BIN)/jupyter-book build . --builder singlehtml $(BOOK_FLAGS)
+	bash tools/install_browser.sh
+	$(BIN)/python tools/make_pdf.py --html _build/singlehtml --out $(PDF)
+
 # Tag v<version> (pyproject.toml) and archive the built site: tools/release.py says what it checks.
 release: $(STAMP) $(VENDOR)
 	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory pdf
+	cp $(PDF) _build/html/sattn-book.pdf
 	$(BIN)/python tools/release.py
 
 clean:

@@ -35,8 +35,14 @@ grep -q "$cdn" _vendor/thebe/index.js || { echo "thebe $THEBE: require.js URL no
 sed -i "s|$cdn|(window.BOOK_REQUIREJS_URL\\|\\|\"require.js\")|" _vendor/thebe/index.js
 # tippy.js + popper (UMD builds: they define window.tippy / window.Popper for sphinx-tippy's page
 # scripts; tools/book_reader.py points tippy_js at these instead of unpkg.com).
-cp "$tmp/popperjs-core-$POPPER/package/dist/umd/popper.min.js" _vendor/tippyjs/
-cp "$tmp/tippy.js-$TIPPY/package/dist/tippy-bundle.umd.min.js" _vendor/tippyjs/
+# Pages with widgets load require.js first; a UMD bundle then registers itself as an anonymous AMD
+# module ("Mismatched anonymous define()") instead of setting window.tippy. Each bundle is wrapped
+# so that it sees no `define` and always takes its browser-global branch.
+for f in "$tmp/popperjs-core-$POPPER/package/dist/umd/popper.min.js" \
+         "$tmp/tippy.js-$TIPPY/package/dist/tippy-bundle.umd.min.js"; do
+  { echo "(function (define) {"; sed '/^\/\/# sourceMappingURL=/d' "$f"; echo; echo "})(undefined);"; } \
+    > "_vendor/tippyjs/$(basename "$f")"
+done
 cp "$tmp/tippy.js-$TIPPY/package/LICENSE" _vendor/tippyjs/LICENSE.tippy
 cp "$tmp/popperjs-core-$POPPER/package/LICENSE.md" _vendor/tippyjs/LICENSE.popper
 echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ, thebe $THEBE, tippy $TIPPY, popper $POPPER into _vendor/"
