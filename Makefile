@@ -25,7 +25,7 @@ PORT ?= 8000
 help:
 	@echo "make book   build the executed HTML book into _build/html (sets everything up)"
 	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
-	@echo "make lab    JupyterLab on the chapters (sattn importable)"
+	@echo "make lab    JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make live   serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
 	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
@@ -97,8 +97,12 @@ test: $(STAMP) $(VENDOR)
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all
 
+# PORT= (when given; JupyterLab's own default 8888 otherwise) and LAB_ARGS= (e.g. --no-browser).
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) \
+	  $(if $(filter command line environment,$(origin PORT)),--port=$(PORT)) \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(LAB_ARGS)
 
 serve:
 	@test -f _build/html/index.html || { echo "no built book: run 'make book' first"; exit 1; }
