@@ -19,18 +19,20 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
-        live screenshots linkcheck \
+        live screenshots linkcheck release pdf \
         notebooks clean
 
 help:
 	@echo "make book   build the executed HTML book into _build/html (sets everything up)"
 	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
-	@echo "make lab    JupyterLab on the chapters (sattn importable)"
+	@echo "make lab    JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make live   serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
 	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
 	@echo "make linkcheck    check every internal link and anchor of _build/html"
 	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
+	@echo "make pdf        the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
+	@echo "make release    check, build, archive the site and tag v<version> (tools/release.py)"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,19 +90,40 @@ test: $(STAMP) $(VENDOR)
 	$(MAKE) --no-print-directory test-notebooks; \
 	$(MAKE) --no-print-directory test-nbval; \
 	$(MAKE) --no-print-directory book; \
+	$(MAKE) --no-print-directory pdf; \
 	$(MAKE) --no-print-directory test-site; \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all
 
+# PORT= (when given; JupyterLab's own default 8888 otherwise) and LAB_ARGS= (e.g. --no-browser).
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) \
+	  $(if $(filter command line environment,$(origin PORT)),--port=$(PORT)) \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(LAB_ARGS)
 
 serve:
 	@test -f _build/html/index.html || { echo "no built book: run 'make book' first"; exit 1; }
 	@echo "Serving the book on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
 	$(PYTHON) -m http.server $(PORT) --bind $(HOST) --directory _build/html
+
+# The whole book as one PDF: Sphinx's one-page build (singlehtml; same numbering, references and
+# bibliography as the site), printed by the test browser with the print styles of book.css
+# (tools/make_pdf.py). Measured against LaTeX (pdflatex/xelatex) in README, "The book as a PDF".
+PDF := _build/pdf/sattn-book.pdf
+pdf: $(STAMP) $(VENDOR)
+	$(BIN)/jupyter-book build . --builder singlehtml $(BOOK_FLAGS)
+	bash tools/install_browser.sh
+	$(BIN)/python tools/make_pdf.py --html _build/singlehtml --out $(PDF)
+
+# Tag v<version> (pyproject.toml) and archive the built site: tools/release.py says what it checks.
+release: $(STAMP) $(VENDOR)
+	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory pdf
+	cp $(PDF) _build/html/sattn-book.pdf
+	$(BIN)/python tools/release.py
 
 clean:
 	rm -rf _build _vendor

@@ -6,6 +6,9 @@
 - The ``book-build-info`` directive renders the package versions of the running build (status page).
 - The ``book-reliability`` directive renders the reliability figures that the tests of the same
   ``make test`` wrote (``tests/reliability.py``; bad input, corrupted data, killed runs, ...).
+- When the HTML build finishes, the runnable kit ``sattn-kit.zip`` (``tools/make_kit.py``) is
+  written to the site's root; every chapter's run panel and the ``{book-kit}`` directive (used in
+  the introduction) link it.
 - sphinx-thebe's scripts are removed: they point at unpkg.com and Binder, and are replaced by the
   book's own live mode (``make live``; thebe served from the book, a kernel on 127.0.0.1).
 """
@@ -127,7 +130,31 @@ def _notebook_file(app, docname: str) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def _run_panel(docname: str, ipynb_url: str | None, has_live: bool) -> str:
+KIT_NAME = "sattn-kit.zip"
+
+
+def _kit_link(to_root: str) -> str:
+    return (f'<a class="reference download book-kit-link" href="{to_root}{KIT_NAME}" download>'
+            "the runnable kit</a> (<code>sattn-kit.zip</code>: the <code>sattn</code> wheel, every "
+            "chapter as <code>.md</code> and <code>.ipynb</code>, the data they read, "
+            "<code>requirements.txt</code> and a two-line <code>README.txt</code>)")
+
+
+class KitLink(Directive):
+    """``{book-kit}``: a paragraph with the link to the runnable kit."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        to_root = "../" * env.docname.count("/")
+        text = (f'<p class="book-kit">Take the chapters with you: download {_kit_link(to_root)}, '
+                "unpack it, and follow its two lines to run every chapter in JupyterLab on your "
+                "machine, without cloning the book.</p>")
+        return [nodes.raw("", text, format="html")]
+
+
+def _run_panel(docname: str, ipynb_url: str | None, has_live: bool, to_root: str = "") -> str:
     stem = os.path.basename(docname)
     dl = (f'<a class="reference download" href="{ipynb_url}" download>download '
           f"<code>{stem}.ipynb</code></a>" if ipynb_url else f"open <code>{docname}.md</code>")
@@ -141,6 +168,8 @@ def _run_panel(docname: str, ipynb_url: str | None, has_live: bool) -> str:
         f"<em>Open With → Notebook</em>) or {dl} and choose <em>Run → Run All Cells</em>.</li>"
         "<li>Without <code>make</code>: <code>pip install -r requirements.txt</code> and "
         "<code>pip install -e .</code> in the book's folder, then <code>jupyter lab</code>.</li>"
+        f"<li>Without a clone: download {_kit_link(to_root)}; its <code>README.txt</code> says in "
+        "two lines how to install it and open the chapters.</li>"
         f"{live}</ul></details>"
     )
 
@@ -162,7 +191,8 @@ def _page_context(app, pagename, templatename, context, doctree):
     end = body.find("</h1>")
     if end >= 0:
         end += len("</h1>")
-        context["body"] = body[:end] + _run_panel(pagename, url, has_live) + body[end:]
+        to_root = "../" * pagename.count("/")
+        context["body"] = body[:end] + _run_panel(pagename, url, has_live, to_root) + body[end:]
 
 
 def _config_inited(app, config):
@@ -171,8 +201,19 @@ def _config_inited(app, config):
     _drop_sphinx_thebe(app)
 
 
+def _write_kit(app, exception):
+    if exception is None and app.builder.name == "html":
+        import make_kit
+
+        path = make_kit.build_kit(app.outdir)
+        from sphinx.util import logging
+        logging.getLogger(__name__).info(f"runnable kit: {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+
+
 def setup(app):
     app.add_directive("book-build-info", BuildInfo)
+    app.add_directive("book-kit", KitLink)
+    app.connect("build-finished", _write_kit)
     app.add_directive("book-reliability", Reliability)
     app.connect("config-inited", _config_inited)
     # before sphinx-book-theme's add_header_buttons (priority 501) so that it sees ipynb_source
@@ -181,5 +222,6 @@ def setup(app):
     app.add_js_file("book-widget-typeset.js", priority=200)
     app.add_js_file("book-live-config.js", priority=800)
     app.add_js_file("book-live.js", priority=801)
+    app.add_js_file("book-print.js", priority=802)
     app.add_css_file("book.css", priority=800)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,11 +4,17 @@ Usage::
 
     python tools/execute_notebooks.py chapters/01_self_attention.md [more.md ...]
     python tools/execute_notebooks.py --all
+    python tools/execute_notebooks.py --pin-only --all   # only pin the metadata (no execution)
 
 For each ``chapters/NAME.md`` (the file people edit), jupytext writes ``chapters/NAME.ipynb``
 with the same cells, nbclient executes it in the chapter's folder, and the widget-state blob
 (random model ids) is dropped, so re-executing an unchanged chapter gives no diff. The book itself
 is built from the ``.md`` files; the ``.ipynb`` files are the executed references nbval compares.
+
+Both files get the metadata that JupyterLab and jupytext write when a reader saves a chapter
+(:func:`pin_metadata`): the kernelspec of ipykernel 7 ("Python 3 (ipykernel)") and the ``.md``
+front matter as jupytext writes it (block YAML), so opening and saving a chapter in JupyterLab
+does not rewrite tracked files.
 """
 
 from __future__ import annotations
@@ -43,6 +49,40 @@ def stable_cell_ids(nb) -> None:
         n = seen.get(digest, 0)
         seen[digest] = n + 1
         cell.id = digest if n == 0 else f"{digest}-{n}"
+
+
+#: The kernelspec JupyterLab writes into a saved notebook (ipykernel 7's python3 kernel).
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def pin_metadata(md_path: str) -> bool:
+    """Rewrite ``md_path`` as jupytext writes it when JupyterLab saves it (block-YAML front matter,
+    :data:`KERNELSPEC`); return True when the file changed. Cells are untouched (jupytext's MyST
+    round trip keeps them byte for byte; checked here)."""
+    with open(md_path, encoding="utf-8") as f:
+        before = f.read()
+    nb = jupytext.reads(before, fmt="md:myst")
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    after = jupytext.writes(nb, fmt="md:myst")
+    body = lambda text: text.split("\n---\n", 1)[-1]  # noqa: E731  (the part after the header)
+    if body(after) != body(before):
+        raise SystemExit(f"{md_path}: jupytext would change its cells on save; not pinning it")
+    if after != before:
+        with open(md_path, "w", encoding="utf-8") as f:
+            f.write(after)
+    return after != before
+
+
+def pin_notebook(ipynb_path: str) -> bool:
+    """Set :data:`KERNELSPEC` in a stored notebook without executing it."""
+    if not os.path.exists(ipynb_path):
+        return False
+    nb = jupytext.read(ipynb_path, fmt="ipynb")
+    if nb.metadata.get("kernelspec") == KERNELSPEC:
+        return False
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    jupytext.write(nb, ipynb_path, fmt="ipynb")
+    return True
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -85,7 +125,9 @@ def execute(md_path: str) -> float:
         raise SystemExit(f"expected a MyST .md chapter, got {md_path!r}")
     if not os.path.exists(md_path):
         raise SystemExit(f"no such chapter source: {md_path}")
+    pin_metadata(md_path)
     nb = jupytext.read(md_path)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     stable_cell_ids(nb)
     if not any(c.cell_type == "code" for c in nb.cells):
         raise SystemExit(f"{md_path} has no code cells; it is not a notebook chapter")
@@ -121,10 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help="chapter .md files")
     ap.add_argument("--all", action="store_true", help="every paired chapter")
+    ap.add_argument("--pin-only", action="store_true",
+                    help="only pin the kernelspec and front matter (no execution)")
     args = ap.parse_args(argv)
     paths = notebook_chapters() if args.all else args.paths
     if not paths:
         ap.error("give chapter .md files or --all")
+    if args.pin_only:
+        for p in paths:
+            changed = [f for f, c in ((p, pin_metadata(p)), (p[:-3] + ".ipynb", pin_notebook(p[:-3] + ".ipynb"))) if c]
+            print(f"pinned {', '.join(changed)}" if changed else f"{p}: already pinned", flush=True)
+        return 0
     for p in paths:
         dt = execute(p)
         print(f"executed {p} -> {p[:-3]}.ipynb in {dt:.1f} s", flush=True)

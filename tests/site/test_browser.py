@@ -25,6 +25,10 @@ from conftest import HTML, built_pages
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
 FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
+OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
+#: The window every page is opened in (a laptop); tests/site/test_narrow.py repeats the overflow
+#: check at a phone's 390 px.
+VIEWPORT = (1280, 900)
 PAGES = built_pages()
 REFRESH = re.compile(r'<meta\s+http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"', re.I)
 EMPTY_REPORT = {"mathErrors": [], "rawTex": [], "widgetViews": 0, "widgetsUnrendered": [],
@@ -45,6 +49,7 @@ class PageVisit:
     failed: list = field(default_factory=list)
     report: dict = field(default_factory=dict)
     figures: list = field(default_factory=list)  # (figure index, control, changed?, detail)
+    overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
     seconds: float = 0.0
 
 
@@ -91,7 +96,7 @@ def visits(html_dir) -> dict[str, PageVisit]:
     out: dict[str, PageVisit] = {}
     with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
         blocked: list[str] = []
-        ctx = browser_mod.new_context(browser, blocked=blocked)
+        ctx = browser_mod.new_context(browser, blocked=blocked, viewport=VIEWPORT)
         for name in built_pages(html_dir):
             visit = PageVisit(name)
             blocked.clear()
@@ -113,6 +118,7 @@ def visits(html_dir) -> dict[str, PageVisit]:
                 visit.report = dict(EMPTY_REPORT, redirect=page.url)
             else:
                 visit.report = page.evaluate(CHECKS_JS)
+                visit.overflow = page.evaluate(OVERFLOW_JS)  # before controls move
             for fig in visit.report["figures"]:
                 if fig["live"] or fig["kernelOutput"]:
                     continue  # needs a kernel: see test_live_cells_are_marked and test_live.py
@@ -201,6 +207,17 @@ def test_references_resolve(visits, name):
         if ref["kind"] == "citation" and "???" in ref["text"]:
             problems.append(f"citation {ref['text']!r} did not resolve")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_overflows_at_1280px(visits, name):
+    """No display equation, table, widget or output wider than its column unless it scrolls in a
+    box of its own (tests/site/overflow_check.js; the same check at 390 px: test_narrow.py)."""
+    bad = _visit(visits, name).overflow
+    assert not bad, (f"{len(bad)} element(s) wider than their column at {VIEWPORT[0]} px and "
+                     "without a scroll bar of their own:\n"
+                     + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px "
+                                 f"({b.get('container', 'itself')}): {b['what']}" for b in bad))
 
 
 @pytest.mark.parametrize("name", PAGES)

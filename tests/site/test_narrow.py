@@ -1,0 +1,73 @@
+"""Every page at a phone's width (390 px): no display equation, table, widget, output image or
+printed output sticks out of its column unless it has a scroll bar of its own
+(tests/site/overflow_check.js). test_browser.py opens every page at 1280 px and runs the same check
+there. Pages are found anew on every run."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from conftest import built_pages
+
+import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
+OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
+WIDTHS = (390,)
+REFRESH = re.compile(r'http-equiv="refresh"', re.I)
+
+
+def _content_pages(html_dir=None):
+    names = built_pages(html_dir) if html_dir else built_pages()
+    from conftest import HTML
+    return [n for n in names
+            if not REFRESH.search(open(os.path.join(html_dir or HTML, n), encoding="utf-8").read())]
+
+
+PAGES = _content_pages()
+
+
+@pytest.fixture(scope="module")
+def overflows(html_dir) -> dict:
+    out = {}
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        for width in WIDTHS:
+            ctx = browser_mod.new_context(browser, viewport=(width, 844))
+            page = ctx.new_page()
+            for name in _content_pages(html_dir):
+                page.goto(base + name, wait_until="load")
+                page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
+                out[(width, name)] = page.evaluate(OVERFLOW_JS)
+            ctx.close()
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_overflows_its_column(overflows, width, name):
+    bad = overflows[(width, name)]
+    assert not bad, (f"{name} at {width} px: {len(bad)} element(s) wider than their column and "
+                     "without a scroll bar of their own:\n"
+                     + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px "
+                                 f"({b.get('container', 'itself')}): {b['what']}" for b in bad))
+
+
+def test_the_overflow_check_sees_an_overflow(html_dir):
+    """The check itself: a table wider than the column is reported, the same table in a box that
+    scrolls is not."""
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, viewport=(390, 844))
+        page = ctx.new_page()
+        page.goto(base + "chapters/intro.html", wait_until="load")
+        page.evaluate("""() => { const a = document.querySelector("article.bd-article");
+            a.insertAdjacentHTML("beforeend", '<table id="wide"><tr><td style="min-width:900px">x</td></tr></table>'); }""")
+        found = page.evaluate(OVERFLOW_JS)
+        assert any(b["kind"] == "table" and "#wide" in b["what"] for b in found), found
+        page.evaluate("""() => { const t = document.getElementById("wide"), d = document.createElement("div");
+            d.style.overflowX = "auto"; t.replaceWith(d); d.appendChild(t); }""")
+        assert not page.evaluate(OVERFLOW_JS)
+        ctx.close()

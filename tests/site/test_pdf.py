@@ -1,0 +1,121 @@
+"""The whole book as one PDF (`make pdf`: the one-page build printed by the test browser). The test
+opens the PDF with pypdf: page count, outline, no raw TeX, no unresolved reference or raw MyST
+markup, numbered theorems and equations, the bibliography, widgets labelled as printed in their
+default view, solutions expanded, no run panel or live controls, the version on every page."""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+
+import pytest
+
+from conftest import ROOT
+
+import book_version  # noqa: E402  (tools/)
+
+PDF = os.environ.get("BOOK_PDF") or os.path.join(ROOT, "_build", "pdf", "sattn-book.pdf")
+SINGLE = os.path.join(os.path.dirname(os.path.dirname(PDF)), "singlehtml", "book.html")
+RAW_TEX = re.compile(r"\\(frac|mathbb|mathrm|mathcal|sum|prod|sqrt|alpha|varepsilon|begin|end|"
+                     r"left|right|top|cdot|operatorname|le|ge)\b|\\\(|\\\)|\\\[|\\\]|\$\$")
+#: printed code (plot labels with TeX in strings, comments) may hold backslashes legitimately
+CODE_LINE = re.compile(r"""print\(|\b[rf]["']|["']\$|=\s*["']|#|\bdef |\bimport\b|\.set_\w+\(""")
+RAW_MYST = re.compile(r"\{(prf:\w+|cite:\w+|cite|ref|eq|numref|doc|py:\w+|code-cell|exercise|"
+                      r"solution-start|solution-end)\}|:label:|```")
+
+
+@pytest.fixture(scope="module")
+def pdf_pages():
+    import pypdf  # a hard import: a missing pypdf must fail, not skip
+    if not os.path.exists(PDF):
+        pytest.fail(f"no PDF at {PDF}: run 'make pdf' (make test does) or set BOOK_PDF")
+    reader = pypdf.PdfReader(PDF)
+    # NFKC: the PDF's text has typographic ligatures ("ﬁ" in "Deﬁnition")
+    return reader, [unicodedata.normalize("NFKC", p.extract_text() or "") for p in reader.pages]
+
+
+def test_page_count_and_outline(pdf_pages):
+    reader, pages = pdf_pages
+    assert 150 <= len(pages) <= 800, f"{len(pages)} pages"
+    assert reader.outline, "the PDF has no outline (bookmarks)"
+    assert all(p.strip() for p in pages), "empty pages: " + str([i + 1 for i, p in enumerate(pages)
+                                                                 if not p.strip()][:10])
+
+
+def test_no_raw_tex_or_markup_or_broken_reference(pdf_pages):
+    _, pages = pdf_pages
+    problems = []
+    for i, text in enumerate(pages, 1):
+        # code listings may legitimately contain backslashes and markup: skip lines with code
+        for line in text.splitlines():
+            if RAW_TEX.search(line) and not CODE_LINE.search(line):
+                problems.append(f"page {i}: raw TeX: {line.strip()[:100]}")
+            if RAW_MYST.search(line):
+                problems.append(f"page {i}: raw MyST: {line.strip()[:100]}")
+            if "???" in line:
+                problems.append(f"page {i}: unresolved reference: {line.strip()[:100]}")
+    assert not problems, "\n".join(problems[:30])
+
+
+def _single_page() -> str:
+    if not os.path.exists(SINGLE):
+        pytest.fail(f"no one-page build at {SINGLE}: run 'make pdf'")
+    return open(SINGLE, encoding="utf-8").read()
+
+
+def _flat(text: str) -> str:
+    """Whitespace collapsed and hyphens dropped (a hyphen at a line end may be the word's own)."""
+    return re.sub(r"\s+", " ", re.sub(r"-\s*\n\s*", "", text)).replace("-", "").replace("’", "'")
+
+
+def test_numbered_results_equations_and_bibliography(pdf_pages):
+    _, pages = pdf_pages
+    text = "\n".join(pages)
+    for kind in ("Definition", "Theorem", "Lemma", "Proposition"):
+        assert re.search(rf"{kind} \d+\.\d+", text), f"no numbered {kind}"
+    numbers = set(re.findall(r'class="eqno">\((\d+\.\d+)\)', _single_page()))
+    assert len(numbers) >= 20, f"only {len(numbers)} numbered equations in the book?"
+    missing = {n for n in numbers if f"({n})" not in text}
+    assert not missing, f"equation numbers not in the PDF: {sorted(missing)}"
+    for key in ("Likhosherstov", "Kajitsuka", "Vaswani", "Johnson"):
+        assert key in text, f"bibliography entry {key} missing"
+    assert re.search(r"Bibliography", text)
+
+
+def test_widgets_say_they_are_printed_in_their_default_view(pdf_pages):
+    _, pages = pdf_pages
+    notes = sum(p.count("printed in its default view") for p in pages)
+    single = open(SINGLE, encoding="utf-8").read() if os.path.exists(SINGLE) else ""
+    views = single.count('type="application/vnd.jupyter.widget-view+json"')
+    assert notes >= 1 and (not views or notes == views), (notes, views)
+
+
+def test_print_hides_controls_and_expands_solutions(pdf_pages):
+    _, pages = pdf_pages
+    text = "\n".join(pages)
+    assert "Run this chapter yourself" not in text, "the run panel is printed"
+    assert "Run live" not in text, "live controls are printed"
+    assert "Show code cell" not in text, "toggle buttons are printed"
+    # Solutions are dropdowns on the website: printed, each one's text must be there. For each
+    # dropdown, three or more plain words of its first paragraph (math left out) are looked up.
+    flat = _flat(text)
+    snippets = []
+    for body in re.findall(r'<div class="dropdown admonition">\s*<p class="admonition-title">[^<]*</p>'
+                           r"\s*<p>(.*?)</p>", _single_page(), re.S):
+        plain = re.sub(r'<span class="math[^"]*">.*?</span>', " | ", body, flags=re.S)
+        plain = re.sub(r"<[^>]+>", " ", plain).replace("’", "'")
+        runs = [r.split() for r in re.split(r"[|;:,.()]", plain)]
+        best = max(runs, key=len, default=[])
+        if len(best) >= 3:
+            snippets.append(" ".join(best[:5]))
+    assert len(snippets) >= 10, f"only {len(snippets)} solutions found in the one-page build"
+    missing = [sn for sn in snippets if _flat(sn) not in flat]
+    assert not missing, f"{len(missing)} of {len(snippets)} solutions not printed: {missing[:5]}"
+
+
+def test_every_page_carries_the_version(pdf_pages):
+    _, pages = pdf_pages
+    v = book_version.version()
+    missing = [i + 1 for i, p in enumerate(pages) if f"version {v}" not in p]
+    assert not missing, f"pages without 'version {v}' in the footer: {missing[:10]}"

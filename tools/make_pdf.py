@@ -1,0 +1,108 @@
+"""Print the one-page build of the book (``_build/singlehtml``) to a PDF with the test browser.
+
+``make pdf`` builds ``_build/singlehtml`` (Sphinx's ``singlehtml`` builder: every chapter in one
+page, with the same numbering and bibliography as the website), then runs this script: Debian's
+Chromium (Playwright, no browser download) opens the page from 127.0.0.1, waits until MathJax has
+typeset every formula and every widget has rendered in its default view, opens the solutions and
+prints with the book's print styles (``@media print`` in ``book_static/book.css``). Every request
+that would leave 127.0.0.1 is blocked and makes the script fail.
+
+    python tools/make_pdf.py [--html _build/singlehtml] [--out _build/pdf/sattn-book.pdf]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import book_version  # noqa: E402
+import browser as browser_mod  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+CHECKS_JS = os.path.join(ROOT, "tests", "site", "browser_checks.js")
+
+WAIT_JS = """async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const deadline = Date.now() + 120000;
+  while (!(window.MathJax && MathJax.startup && MathJax.startup.promise) && Date.now() < deadline) await sleep(100);
+  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  const views = Array.from(document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]'));
+  const done = (v) => { const p = v.previousElementSibling;
+    return p && p.classList.contains("widget-subarea") && p.querySelector(".jupyter-widgets"); };
+  while (views.some((v) => !done(v)) && Date.now() < deadline) await sleep(200);
+  if (window.MathJax && MathJax.typesetPromise) await MathJax.typesetPromise();
+  const imgs = Array.from(document.querySelectorAll("img"));
+  imgs.forEach((i) => { if (i.loading === "lazy") i.loading = "eager"; });
+  await Promise.all(imgs.map((i) => (i.complete ? null : i.decode().catch(() => null))));
+  return { math: document.querySelectorAll(".math").length,
+           typeset: document.querySelectorAll(".math mjx-container").length,
+           widgets: views.length, rendered: views.filter(done).length,
+           broken: imgs.filter((i) => !(i.complete && i.naturalWidth > 0)).length };
+}"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--html", default=os.path.join(ROOT, "_build", "singlehtml"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "_build", "pdf", "sattn-book.pdf"))
+    ap.add_argument("--page", default="chapters/intro.html", help="the one page, relative to --html")
+    args = ap.parse_args(argv)
+    src = os.path.join(args.html, args.page)
+    if not os.path.exists(src):
+        raise SystemExit(f"no one-page build at {src}: run make pdf")
+    # singlehtml writes the root document (chapters/intro) with links relative to the build's root
+    # (_static/, _images/): open a copy that sits at the root.
+    with open(src, encoding="utf-8") as f, open(os.path.join(args.html, "book.html"), "w",
+                                                 encoding="utf-8") as g:
+        g.write(f.read())
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    info = book_version.info()
+    footer = (f'<div style="font-size:7pt;width:100%;text-align:center;color:#555">'
+              f'The Expressive Power of Self-Attention · version {html.escape(info["version"])} · '
+              f'commit {html.escape(info["commit"])} · built {info["date"]} · page '
+              '<span class="pageNumber"></span> of <span class="totalPages"></span></div>')
+    t0 = time.time()
+    blocked: list[str] = []
+    errors: list[str] = []
+    with browser_mod.serve_directory(args.html) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, blocked=blocked, viewport=(1100, 1400))
+        page = ctx.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_default_timeout(300000)
+        page.goto(base + "book.html", wait_until="load", timeout=300000)
+        state = page.evaluate(WAIT_JS)
+        problems = []
+        if state["typeset"] < state["math"]:
+            problems.append(f"{state['math'] - state['typeset']} formulas not typeset")
+        if state["rendered"] < state["widgets"]:
+            problems.append(f"{state['widgets'] - state['rendered']} widgets not rendered")
+        if state["broken"]:
+            problems.append(f"{state['broken']} images did not load")
+        if blocked:
+            problems.append("requests outside 127.0.0.1: " + ", ".join(sorted(set(blocked))[:5]))
+        if errors:
+            problems.append("page errors: " + "; ".join(errors[:5]))
+        if problems:
+            raise SystemExit("make pdf: " + "; ".join(problems))
+        page.evaluate("() => { document.documentElement.dataset.mode = 'light';"
+                      " document.documentElement.dataset.theme = 'light';"
+                      " window.dispatchEvent(new Event('beforeprint')); }")
+        page.emulate_media(media="print", color_scheme="light")
+        loaded = time.time() - t0
+        page.pdf(path=args.out, format="A4", print_background=True, display_header_footer=True,
+                 header_template="<span></span>", footer_template=footer, outline=True,
+                 tagged=True, margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
+        ctx.close()
+    size = os.path.getsize(args.out) / 1e6
+    print(f"make pdf: {os.path.relpath(args.out, ROOT)} ({size:.1f} MB; {state['typeset']} formulas, "
+          f"{state['widgets']} widgets; page ready in {loaded:.0f} s, total {time.time() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
