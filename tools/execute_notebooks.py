@@ -57,15 +57,18 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 def pin_metadata(md_path: str) -> bool:
     """Rewrite ``md_path`` as jupytext writes it when JupyterLab saves it (block-YAML front matter,
-    :data:`KERNELSPEC`); return True when the file changed. Cells are untouched (jupytext's MyST
-    round trip keeps them byte for byte; checked here)."""
+    :data:`KERNELSPEC`); return True when the file changed. Cells keep their sources and metadata
+    (checked here); only the YAML layout of cell options may change, as jupytext writes it."""
     with open(md_path, encoding="utf-8") as f:
         before = f.read()
     nb = jupytext.reads(before, fmt="md:myst")
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     after = jupytext.writes(nb, fmt="md:myst")
-    body = lambda text: text.split("\n---\n", 1)[-1]  # noqa: E731  (the part after the header)
-    if body(after) != body(before):
+    # jupytext may re-wrap a cell's YAML options (long captions) on save; that is the form JupyterLab
+    # writes, so it is accepted -- but only when every cell's source and metadata stay the same
+    cells = lambda text: [(c.cell_type, c.source, c.metadata)  # noqa: E731
+                          for c in jupytext.reads(text, fmt="md:myst").cells]
+    if cells(after) != cells(before):
         raise SystemExit(f"{md_path}: jupytext would change its cells on save; not pinning it")
     if after != before:
         with open(md_path, "w", encoding="utf-8") as f:
