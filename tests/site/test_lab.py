@@ -1,12 +1,16 @@
 """JupyterLab leaves the chapters as they are: `make lab PORT=... LAB_ARGS=--no-browser` starts, and
 opening and saving a chapter (its .md as a notebook through jupytext, and its .ipynb) through the
 server's contents API, as JupyterLab's Save does, rewrites no byte of the tracked files (the
-kernelspec and front matter are pinned by tools/execute_notebooks.py)."""
+kernelspec and front matter are pinned by tools/execute_notebooks.py). In Chromium (issue #14 item
+5): opening a chapter, running all its cells, moving a slider and saving changes nothing on disk
+either, but for the widget model ids and the checkout's folder in tracebacks (see that test)."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,7 +35,8 @@ def lab():
     port = _free_port()
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"PORT={port}",
-         f"LAB_ARGS=--no-browser --ServerApp.token={TOKEN} --ServerApp.open_browser=False"],
+         f"LAB_ARGS=--no-browser --ServerApp.token={TOKEN} --ServerApp.open_browser=False"
+         " --LabApp.expose_app_in_browser=True"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
@@ -74,3 +79,157 @@ def test_open_and_save_changes_nothing(lab, name):
     for f in files:  # leave the checkout as it was, whatever happened
         open(f, "wb").write(before[f])
     assert not changed, f"saving {name} in JupyterLab rewrote {changed}"
+
+
+CHAPTER = "02_sparse_patterns"  # 17 code cells, one precomputed slider figure (fig-sp-explorer)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# In the page: the open notebook panel and its kernel (JupyterLab exposes its app as
+# window.jupyterapp when started with --LabApp.expose_app_in_browser=True).
+_PANEL_JS = "(() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;" \
+            " return w && w.content && w.sessionContext ? w : null; })()"
+_KERNEL_IDLE_JS = f"""() => {{ const w = {_PANEL_JS};
+  const k = w && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!(k && k.status === 'idle' && w.context.isReady); }}"""
+# the execution counts of the code cells once every one has run and the kernel is idle (null
+# before: Run All clears every count at once, and the kernel is idle for a moment between cells)
+_COUNTS_JS = f"""() => {{ const w = {_PANEL_JS};
+  if (!w || w.sessionContext.session.kernel.status !== 'idle') return null;
+  const n = Array.from(w.content.model.cells).filter(c => c.type === 'code').map(c => c.executionCount);
+  return n.every(c => c !== null) ? n : null; }}"""
+
+
+_CHECKOUT_IN_TRACEBACK = re.compile(r"/\S*?/sattn/")
+
+
+def _normalized(raw: bytes):
+    """The notebook without the two parts that a run of the chapter necessarily changes (see the
+    test's docstring): the model id of each widget view is blanked, and the checkout's folder in
+    the ``File .../sattn/...`` lines of tracebacks is replaced by ``<checkout>``."""
+    nb = json.loads(raw)
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view and "model_id" in view:
+                view["model_id"] = "<model id>"
+            if out.get("output_type") == "error":
+                out["traceback"] = [_CHECKOUT_IN_TRACEBACK.sub("<checkout>/sattn/", line)
+                                    for line in out["traceback"]]
+    return nb
+
+
+def _json_differences(a, b, where="") -> list[str]:
+    """Every place where two JSON values differ, as 'path: before -> after' (strings: around the
+    first differing character)."""
+    if type(a) is not type(b):
+        return [f"{where}: {json.dumps(a)[:120]} -> {json.dumps(b)[:120]}"]
+    if isinstance(a, dict):
+        return [d for k in sorted(set(a) | set(b))
+                for d in (_json_differences(a[k], b[k], f"{where}.{k}".lstrip(".")) if k in a and k in b
+                          else [f"{where}.{k}: {'only after' if k in b else 'only before'}"])]
+    if isinstance(a, list):
+        out = [d for i, (x, y) in enumerate(zip(a, b)) for d in _json_differences(x, y, f"{where}[{i}]")]
+        return out + ([f"{where}: {len(a)} items -> {len(b)} items"] if len(a) != len(b) else [])
+    if a == b:
+        return []
+    if isinstance(a, str):
+        i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        lo = max(0, i - 40)
+        return [f"{where} (at character {i}): {a[lo:i + 60]!r} -> {b[lo:i + 60]!r}"]
+    return [f"{where}: {a!r} -> {b!r}"]
+
+
+def _text_differences(before: bytes, after: bytes) -> str:
+    """A unified diff of two versions of a text file (repr of each line: shows whitespace)."""
+    lines = difflib.unified_diff([repr(x) for x in before.decode().splitlines(keepends=True)],
+                                 [repr(x) for x in after.decode().splitlines(keepends=True)],
+                                 "before", "after", n=1, lineterm="")
+    return "\n".join(list(lines)[:60])
+
+
+def test_run_all_move_slider_and_save_in_the_browser(lab):
+    """Issue #14 item 5, in the real JupyterLab of `make lab`: Chromium (outside requests
+    blocked) opens a chapter's .ipynb, runs all its cells in a fresh kernel (notebook:run-all-cells),
+    moves a slider of its precomputed figure with the keyboard (the figure shown must change),
+    saves (docmanager:save; jupytext writes the paired .md too), and compares both files on disk
+    with their bytes before the test.
+
+    The .md must be byte for byte the same. The .ipynb must be the same modulo two things that a
+    new run necessarily changes, and nothing else:
+
+    * the model id of each widget view output: a random UUID that ipywidgets draws in the kernel
+      when the widget is created (tools/execute_notebooks.py stores ids derived from the cell id
+      instead, which the kernel cannot reproduce);
+    * the checkout's folder in the ``File .../sattn/...`` lines of the tracebacks of
+      ``raises-exception`` cells: IPython prints the absolute path of the module, so a chapter
+      stored from one checkout (e.g. /work/main) re-runs with another path in any other clone.
+
+    Execution counts, stream texts, the rest of the tracebacks, PNG bytes and all metadata must
+    be identical. Any difference is reported key by key (.ipynb) or as a diff (.md), and the
+    files are restored afterwards.
+    """
+    import browser as browser_mod  # tools/, put on sys.path by conftest.py
+
+    files = [os.path.join(ROOT, "chapters", CHAPTER + ext) for ext in (".ipynb", ".md")]
+    before = {f: open(f, "rb").read() for f in files}
+    mtimes = {f: os.stat(f).st_mtime_ns for f in files}
+    blocked, errors = [], []
+    t0 = time.time()
+    try:
+        with browser_mod.chromium() as browser:
+            ctx = browser_mod.new_context(browser, blocked=blocked, viewport=(1400, 1000))
+            page = ctx.new_page()
+            page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+            page.goto(f"{lab}/lab/tree/{CHAPTER}.ipynb?token={TOKEN}", wait_until="load")
+            page.wait_for_function(_KERNEL_IDLE_JS, timeout=60000, polling=250)
+            # cells tagged raises-exception do not stop Run All
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
+                          ".then(() => true)")
+            counts = page.wait_for_function(_COUNTS_JS, timeout=90000, polling=250).json_value()
+            assert counts == list(range(1, len(counts) + 1)), f"execution counts after Run All: {counts}"
+            t_run = time.time()
+            # the precomputed explorer: its sliders (noUiSlider handles) and the stack of views
+            out = page.locator(".jp-OutputArea-output:has(.widget-slider)").first
+            handle = out.locator(".noUi-handle").first
+            handle.wait_for(timeout=20000)
+            fingerprint = open(os.path.join(os.path.dirname(__file__), "figure_fingerprint.js"),
+                               encoding="utf-8").read()
+            shown = out.evaluate(fingerprint)
+            assert "img:" in shown, f"the explorer shows no figure: {shown!r}"
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+            page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+            moved, t1 = shown, time.time()
+            while moved == shown and time.time() - t1 < 10:
+                page.wait_for_timeout(100)
+                moved = out.evaluate(fingerprint)
+            assert moved != shown and "img:" in moved, "moving the slider did not change the figure"
+            # the command's promise resolves when the server has written the file(s)
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')"
+                          ".then(() => true)")
+            page.wait_for_function(f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
+                                   timeout=30000, polling=100)
+            t_save = time.time()
+            ctx.close()
+        after = {f: open(f, "rb").read() for f in files}
+        written = [f for f in files if os.stat(f).st_mtime_ns != mtimes[f]]
+    finally:
+        current = {f: open(f, "rb").read() for f in files}
+        for f in files:  # leave the checkout as it was, whatever happened
+            if current[f] != before[f]:
+                open(f, "wb").write(before[f])
+    print(f"\nopen+run all {t_run - t0:.1f} s, slider+save {t_save - t_run:.1f} s; page errors: {errors}")
+    ipynb, md = files
+    assert not blocked, "requests to outside hosts (blocked):\n" + "\n".join(blocked)
+    assert written == files, f"the save did not write {sorted(set(files) - set(written))}"
+    assert after[ipynb] != before[ipynb], "the saved notebook keeps the stored widget model id: not re-run?"
+    problems = []
+    nb_before, nb_after = _normalized(before[ipynb]), _normalized(after[ipynb])
+    if nb_before != nb_after:
+        problems.append(f"{os.path.relpath(ipynb, ROOT)} changed beyond widget model ids and the "
+                        "checkout's folder in tracebacks:\n"
+                        + "\n".join(_json_differences(nb_before, nb_after)[:30]))
+    if after[md] != before[md]:
+        problems.append(f"{os.path.relpath(md, ROOT)} was rewritten by jupytext on save:\n"
+                        + _text_differences(before[md], after[md]))
+    assert not problems, "\n\n".join(problems) + f"\n\n(uncaught page errors, not checked: {errors})"
