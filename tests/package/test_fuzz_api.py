@@ -641,7 +641,9 @@ spec("reproduce", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3
                                jobs=1, out=_TMP, progress=False),
      figure=choice(("fig3", "fig4", "fig5")), profile=_PROFILE, setups=_SETUPS, lengths=_LENGTHS,
      jobs=custom("jobs", ["abc", None, 0, -2, 1.5, True, {"a": 1}, 1 + 2j, math.nan]),
-     out=path(none_ok=True), progress=boolean())
+     out=path(none_ok=True), progress=boolean(),
+     scheduler=custom("scheduler", [5, {"a": 1}, "", "nowhere", b"tcp://x", 1.5, True]),
+     workers=custom("workers", ["abc", 0, -1, 1.5, True, {"a": 1}]))
 spec("run_task", lambda: dict(task=_task()),
      task=custom("task", ["abc", None, 5, {"a": 1}, _TASK_LIST, sattn.SETUPS["k1-g1-e3-0.9"]]))
 
