@@ -37,21 +37,24 @@ import book_version  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 KIT_NAME = "sattn-kit.zip"
-#: What running the chapters needs (names as in requirements.txt). ipykernel runs them, jupyterlab
-#: and jupytext open them (.ipynb, and .md as notebooks); nbclient comes with jupyterlab.
+#: What running the chapters needs (names as in requirements.txt). ``import sattn`` needs ml-dtypes
+#: (sattn.precision) and dask[distributed] (the experiments' cluster path); ipykernel runs the
+#: chapters, jupyterlab and jupytext open them (.ipynb, and .md as notebooks), jupyterlab-myst
+#: renders their MyST markup; nbclient comes with jupyterlab.
 #: What the chapters read besides themselves (relative to the book's root; folders are taken whole).
 KIT_DATA = ["data", "benchmarks/results.json"]
 KIT_PACKAGES = ["numpy", "scipy", "matplotlib", "ipywidgets", "ipykernel", "tqdm", "joblib",
-                "threadpoolctl", "mpmath", "jupytext", "jupyterlab"]
+                "threadpoolctl", "mpmath", "ml-dtypes", "dask", "jupytext", "jupyterlab",
+                "jupyterlab-myst"]
 
 
 def kit_requirements(book_requirements: str = os.path.join(ROOT, "requirements.txt")) -> str:
     """The lines of the book's requirements.txt that pin a package of KIT_PACKAGES."""
     pins = {}
     for line in open(book_requirements, encoding="utf-8"):
-        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s#;]+)", line)
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[A-Za-z0-9_,\-]+\])?\s*==\s*([^\s#;]+)", line)
         if m:
-            pins[m.group(1).lower().replace("_", "-")] = f"{m.group(1)}=={m.group(2)}"
+            pins[m.group(1).lower().replace("_", "-")] = f"{m.group(1)}{m.group(2) or ''}=={m.group(3)}"
     missing = [p for p in KIT_PACKAGES if p not in pins]
     if missing:
         raise SystemExit(f"make_kit: requirements.txt pins none of {missing}")

@@ -11,6 +11,7 @@ recomputes the same figure for any parameter values.
 
 from __future__ import annotations
 
+import base64
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
@@ -47,7 +48,10 @@ class PrecomputedExplorer(widgets.VBox):
     """A VBox of sliders and precomputed views; see :func:`precomputed_explorer`.
 
     Its text representation is a short summary (not the PNG bytes of every view), which keeps
-    stored notebooks small and makes nbval compare something meaningful.
+    stored notebooks small and makes nbval compare something meaningful. Its display bundle also
+    carries the PNG of the view the sliders start on (``image/png``): a notebook that JupyterLab
+    has not run yet (untrusted, no widget state) shows that picture instead of the text summary,
+    and the website and a running kernel show the widget itself.
     """
 
     def __init__(self, children, *, grid: Mapping[str, Sequence], sliders, stack, links):
@@ -74,6 +78,22 @@ class PrecomputedExplorer(widgets.VBox):
                 raise ValueError(f"{name}={params[name]!r} is not on the grid {values}")
             w = w.children[values.index(params[name])]
         return w
+
+    def default_png(self) -> bytes | None:
+        """PNG bytes of the view the sliders start on, or None if that view is HTML."""
+        w = self.stack
+        for slider in self.sliders:
+            w = w.children[slider.index]
+        if isinstance(w, widgets.Image) and w.format == "png":
+            return bytes(w.value)
+        return None
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        png = self.default_png()
+        if bundle is not None and png is not None:
+            bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle
 
     def __repr__(self) -> str:
         axes = ", ".join(f"{k}={[_format_value(v) for v in vals]}" for k, vals in self.grid.items())

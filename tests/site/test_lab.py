@@ -97,6 +97,26 @@ _COUNTS_JS = f"""() => {{ const w = {_PANEL_JS};
   const n = Array.from(w.content.model.cells).filter(c => c.type === 'code').map(c => c.executionCount);
   return n.every(c => c !== null) ? n : null; }}"""
 
+#: Before a run: each code cell that builds a PrecomputedExplorer is scrolled into view (JupyterLab
+#: renders cells lazily) and its rendered output is inspected: a picture (the stored image/png of the
+#: default view) or the text fallback ("PrecomputedExplorer(...)", "VBox(...)").
+_BEFORE_RUN_JS = f"""async () => {{ const w = {_PANEL_JS};
+  const res = {{explorers: 0, pictures: 0, reprs: 0}};
+  const cells = w.content.widgets;
+  for (let i = 0; i < cells.length; i++) {{
+    const cell = cells[i];
+    if (cell.model.type !== 'code' ||
+        !cell.model.sharedModel.getSource().includes('precomputed_explorer(')) continue;
+    res.explorers++;
+    await w.content.scrollToItem(i, 'center');
+    await new Promise(r => setTimeout(r, 400));
+    const node = cell.outputArea.node;
+    if (node.querySelector('img[src^="data:image/png"]')) res.pictures++;
+    if (/PrecomputedExplorer\\(|VBox\\(/.test(node.innerText)) res.reprs++;
+  }}
+  return res; }}"""
+
+
 
 _CHECKOUT_IN_TRACEBACK = re.compile(r"/\S*?/sattn/")
 
@@ -181,6 +201,11 @@ def test_run_all_move_slider_and_save_in_the_browser(lab):
             page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
             page.goto(f"{lab}/lab/tree/{CHAPTER}.ipynb?token={TOKEN}", wait_until="load")
             page.wait_for_function(_KERNEL_IDLE_JS, timeout=60000, polling=250)
+            # before anything runs, each precomputed figure shows its stored default view (the PNG
+            # that PrecomputedExplorer puts next to the widget), not a text repr such as VBox(...)
+            shown = page.evaluate(_BEFORE_RUN_JS)
+            assert shown["explorers"] >= 1, shown
+            assert shown["pictures"] == shown["explorers"] and not shown["reprs"], shown
             # cells tagged raises-exception do not stop Run All
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
                           ".then(() => true)")
