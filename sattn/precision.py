@@ -25,7 +25,7 @@ threshold search (:func:`smallest_bits`) and the book's a-priori estimate of the
 (``*_bits_needed``), computed from the construction's own margins. The chapter
 :ref:`ch-finite-precision` explains and measures all of it.
 
-Every public function checks its arguments with :mod:`sattn._validate`: bad input raises a
+Every public function checks its arguments (with the package's validation helpers): bad input raises a
 :class:`ValueError` or :class:`TypeError` naming the argument, what was received and what was
 expected (formats, modes, models, sequences, labels, tolerances, sizes); nothing is clipped.
 """

@@ -78,7 +78,7 @@ def connect(scheduler: str, *, workers: int | None = None):
     Raises
     ------
     ExperimentError
-        No scheduler answered at the address within :data:`CONNECT_TIMEOUT` seconds.
+        No scheduler answered at the address within ``CONNECT_TIMEOUT`` seconds (a module constant).
     """
     check_scheduler(scheduler, workers)
     if scheduler == "local":
