@@ -8,7 +8,7 @@ link it) unpacks into ``sattn-kit-VERSION/``::
     sattn-VERSION-py3-none-any.whl  the helper package, built from this checkout
     chapters/NN_name.md, .ipynb     every chapter (MyST source and executed notebook), intro.md
     data/                           the experiment results the chapters read (as ../data)
-    benchmarks/results.json         the benchmark results chapter 7 reads
+    benchmarks/*.json               the benchmark results chapter 7 reads (engines, Dask run)
     KIT.json                        version, commit and build date of the book it came from
 
 The kit's ``requirements.txt`` is cut from the book's ``requirements.txt`` (the same pins; nothing
@@ -42,7 +42,7 @@ KIT_NAME = "sattn-kit.zip"
 #: chapters, jupyterlab and jupytext open them (.ipynb, and .md as notebooks), jupyterlab-myst
 #: renders their MyST markup; nbclient comes with jupyterlab.
 #: What the chapters read besides themselves (relative to the book's root; folders are taken whole).
-KIT_DATA = ["data", "benchmarks/results.json"]
+KIT_DATA = ["data", "benchmarks/results.json", "benchmarks/dask_local.json"]
 KIT_PACKAGES = ["numpy", "scipy", "matplotlib", "ipywidgets", "ipykernel", "tqdm", "joblib",
                 "threadpoolctl", "mpmath", "ml-dtypes", "dask", "jupytext", "jupyterlab",
                 "jupyterlab-myst"]

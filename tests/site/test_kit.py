@@ -51,7 +51,8 @@ def test_kit_layout(kit, html_dir):
     assert len(howto) == 2 and wheels[0].name in howto[0] and "jupyter lab" in howto[1], readme
     # the kit pins exactly what the book pins
     book = {m.group(1).lower(): m.group(0) for m in re.finditer(
-        r"^([A-Za-z0-9_.\-]+)==([^\s#]+)", open(os.path.join(ROOT, "requirements.txt")).read(), re.M)}
+        r"^([A-Za-z0-9_.\-]+(?:\[[A-Za-z0-9_,\-]+\])?)==([^\s#]+)",
+        open(os.path.join(ROOT, "requirements.txt")).read(), re.M)}
     for line in (kit / "requirements.txt").read_text().splitlines():
         if line and not line.startswith("#"):
             assert book.get(line.split("==")[0].lower()) == line, line
