@@ -278,3 +278,18 @@ def test_shipped_data_matches_its_manifest(figure):
     expected = {t.task_id for t in make_tasks(figure, "paper")}
     assert {f"{figure}_{r['setup']}_L{r['L']}_Q{r['Q']:g}" for r in rows} == expected
     assert all(r["d_min"] is not None and r["levels_tried"] > 1 for r in rows)
+
+
+def test_shipped_q1_data_matches_its_manifest_and_never_raises_d_min():
+    """data/q1 (profile paper-q1, the paper's budget Q = 1): checksums, engine, the four lengths for
+    all twelve settings, and d_min at most the shipped Q = 0.1 value (same targets, nested draws)."""
+    data = ROOT / "data" / "q1"
+    rows = load_figure("fig3", data)
+    man = json.loads((data / "fig3_manifest.json").read_text())
+    assert man["profile"] == "paper-q1" and man["Q"] == [1.0]
+    assert man["versions"]["engine"] == ENGINE_VERSION, "data made by another engine version"
+    for name, digest in man["checksums"]["tasks"].items():
+        assert _sha256_file(data / "tasks" / "fig3" / name) == digest
+    assert {(r["setup"], r["L"]) for r in rows} >= {(s, L) for s in SETUPS for L in (512, 1024, 2048, 3072)}
+    low = {(r["setup"], r["L"]): r["d_min"] for r in load_figure("fig3", ROOT / "data")}
+    assert all(r["d_min"] is not None and r["d_min"] <= low[(r["setup"], r["L"])] for r in rows)
