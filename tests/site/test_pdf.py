@@ -101,8 +101,10 @@ def test_print_hides_controls_and_expands_solutions(pdf_pages):
     # dropdown, three or more plain words of its first paragraph (math left out) are looked up.
     flat = _flat(text)
     snippets = []
-    for body in re.findall(r'<div class="dropdown admonition">\s*<p class="admonition-title">[^<]*</p>'
-                           r"\s*<p>(.*?)</p>", _single_page(), re.S):
+    # (sphinx-exercise writes "solution dropdown admonition" with a linked title and a section)
+    for body in re.findall(r'<div class="(?:solution )?dropdown admonition"[^>]*>\s*'
+                           r'<p class="admonition-title">.*?</p>\s*(?:<section[^>]*>\s*)?'
+                           r"<p>(.*?)</p>", _single_page(), re.S):
         plain = re.sub(r'<span class="math[^"]*">.*?</span>', " | ", body, flags=re.S)
         plain = re.sub(r"<[^>]+>", " ", plain).replace("’", "'")
         runs = [r.split() for r in re.split(r"[|;:,.()]", plain)]
