@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "check_bool",
     "as_matrix",
     "as_vector",
     "check_int",
@@ -134,3 +135,10 @@ def check_rng(name: str, rng) -> np.random.Generator:
             f"got {type(rng).__name__}"
         )
     return rng
+
+
+def check_bool(name: str, value) -> bool:
+    """Validate a flag: a Python or NumPy bool (not 0/1, not a string); return it as ``bool``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ._validate import as_float_array, as_matrix
+from ._validate import check_bool, as_float_array, as_matrix
 
 __all__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
 
@@ -107,8 +107,7 @@ def attention_logits(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
     Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     X, W_Q, W_K = _check_weights(X, W_Q, W_K)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     G = (X @ W_Q) @ (X @ W_K).T
     if causal:
         G = np.where(causal_mask(X.shape[0]), G, -np.inf)
@@ -189,8 +188,7 @@ def usam(X, W_Q, W_K, *, causal: bool = False, log: bool = False) -> np.ndarray:
     Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
     G = attention_logits(X, W_Q, W_K, causal=causal)
-    if not isinstance(log, (bool, np.bool_)):
-        raise TypeError(f"log must be a bool, got {log!r} ({type(log).__name__})")
+    check_bool('log', log)
     if log:
         return G
     top = float(np.max(G))

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._validate import as_matrix, as_vector
+from ._validate import check_bool, as_matrix, as_vector
 
 __all__ = [
     "AttentionHead",
@@ -264,8 +264,7 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     for nm, flag in (("exact", exact), ("return_weights", return_weights)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
+        check_bool(nm, flag)
     if exact and kind != "hardmax":
         raise ValueError("exact=True needs kind='hardmax' (softmax involves exp, which is not rational)")
     Z = _to_fraction_matrix("Z", Z) if exact else as_matrix("Z", Z)

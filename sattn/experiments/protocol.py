@@ -36,7 +36,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import as_vector
+from .._validate import check_bool, as_vector
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster
@@ -210,8 +210,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
     if out is not None and not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a path (str or os.PathLike), got {type(out).__name__}")
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be a bool, got {progress!r} ({type(progress).__name__})")
+    check_bool('progress', progress)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
     check_scheduler(scheduler, workers)
@@ -384,8 +383,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
     """
     if not isinstance(data_dir, (str, os.PathLike)):
         raise TypeError(f"data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
-    if not isinstance(verify, (bool, np.bool_)):
-        raise TypeError(f"verify must be a bool, got {verify!r} ({type(verify).__name__})")
+    check_bool('verify', verify)
     data_dir = Path(data_dir)
     if figure not in FIGURES:
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import as_matrix, check_int, check_real, check_rng
+from .._validate import check_bool, as_matrix, check_int, check_real, check_rng
 from ..attention import row_softmax
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
@@ -425,8 +425,7 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     book); :ref:`ch-construction` and :ref:`ch-causal`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     A = check_target(A, causal=bool(causal))
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)

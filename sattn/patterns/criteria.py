@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import as_float_array, as_matrix, check_int, check_real
+from .._validate import check_bool, as_float_array, as_matrix, check_int, check_real
 from ..results import Result
 
 __all__ = [
@@ -202,8 +202,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in :ref:`ch-approximation` (:prf:ref:`apx-prop-log`).
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     G = as_float_array("G_block", G_block, finite=False)
     if G.ndim != 2:
         raise ValueError(f"G_block must be a 2-D array (rows x L), got shape {G.shape}")
@@ -407,8 +406,7 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     Criteria (6)-(7) of Likhosherstov et al. (2021); :ref:`ch-approximation`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     M = as_matrix("M", M, square=True)
     A = as_matrix("A", A, square=True)
     if A.shape != M.shape:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import as_matrix, check_int, check_real, check_rng
+from .._validate import check_bool, as_matrix, check_int, check_real, check_rng
 from ..results import Result
 
 #: The largest L for which numpy can address a dense L x L float64 array.
@@ -464,8 +464,7 @@ def _check_dense_L(L, as_csr):
 
 def _finish(L, rows, cols, vals, normalize, as_csr):
     for nm, flag in (("normalize", normalize), ("as_csr", as_csr)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
+        check_bool(nm, flag)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     vals = np.asarray(vals, dtype=np.float64)
@@ -644,8 +643,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     L = _check_dense_L(L, as_csr)
     width = check_int("width", width, low=0, high=L - 1)
     gamma = check_real("gamma", gamma, low=1.0)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     offsets = np.arange(-width, 1 if causal else width + 1)
     rows = np.repeat(np.arange(L), offsets.size)
     cols = rows + np.tile(offsets, L)
@@ -693,8 +691,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     stride = check_int("stride", stride, low=1)
     count = check_int("count", count, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     if not causal and count * stride > L:
         raise ValueError(
             f"strided_pattern needs count * stride <= L without causal (distinct wrapped offsets), "
@@ -744,8 +741,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     L = _check_dense_L(L, as_csr)
     block = check_int("block", block, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r} ({type(causal).__name__})")
+    check_bool('causal', causal)
     start = (np.arange(L) // block) * block
     offsets = np.arange(block)
     rows = np.repeat(np.arange(L), block)

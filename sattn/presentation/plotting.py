@@ -13,7 +13,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validate import as_float_array, check_int, check_real
+from .._validate import check_bool, as_float_array, check_int, check_real
 
 __all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
 
@@ -111,8 +111,7 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
     if M.size == 0:
         raise ValueError(f"M must be non-empty, got shape {M.shape}")
     for nm, flag in (("log", log), ("colorbar", colorbar)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{nm} must be a bool, got {flag!r} ({type(flag).__name__})")
+        check_bool(nm, flag)
     if not isinstance(cmap, (str, mpl.colors.Colormap)):
         raise TypeError(f"cmap must be a colormap name, got {cmap!r} ({type(cmap).__name__})")
     vmin = None if vmin is None else check_real("vmin", vmin)
@@ -144,8 +143,7 @@ def figure_to_png(fig, *, dpi: int | None = None, close: bool = True) -> bytes:
     if not hasattr(fig, "savefig"):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     dpi = None if dpi is None else check_int("dpi", dpi, low=1)
-    if not isinstance(close, (bool, np.bool_)):
-        raise TypeError(f"close must be a bool, got {close!r} ({type(close).__name__})")
+    check_bool('close', close)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi or BOOK_STYLE["savefig.dpi"], bbox_inches="tight",
                 facecolor="white", metadata={"Software": None})
