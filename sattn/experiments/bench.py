@@ -19,8 +19,18 @@ are measured within one run, and the two engines' draws are timed in alternating
 by 20% or more over the minute the reference takes, which made the ratio of two back-to-back
 timings swing between runs. ``speedup_at_floor`` is the speed-up an engine whose every draw cost
 exactly the floor would reach on the same workload: it shows how much of a speed-up target the
-floor itself leaves room for. Results: ``benchmarks/results.json`` (relative to the working
-directory; ``--out`` to change).
+floor itself leaves room for.
+
+At ``L = 8192`` and ``L = 32768`` only the fast engine runs (:func:`large`): the reference needs
+``L x L`` arrays and an ``O(L^3)`` SVD there. For each length: the cost per draw in floors just
+below d_min and far below it (each timed in chunks alternating with the floor at its width) and
+the peak memory of a fresh process. :func:`batching` compares batched and one-by-one
+:meth:`~sattn.experiments.engine.FastEngine.level` at ``L = 256, 512, 1024`` on the same levels,
+alternating. Targets (booleans in ``targets``, never timed tests): at most 2 floors per draw just
+below d_min at ``L >= 8192``, peak memory under 2 GB at ``L = 32768``.
+
+Results: ``benchmarks/results.json`` (relative to the working directory; ``--out`` to change);
+keys ``comparisons``, ``memory``, ``large``, ``batching``, ``targets``.
 """
 
 from __future__ import annotations
@@ -339,6 +349,24 @@ def main(quick=False, out="benchmarks/results.json") -> int:
         results["memory"].append(m)
         print(f"L={L:6d} d={d}: peak RSS {m['peak_rss_MB']:.0f} MB, "
               f"{1e3 * m['per_draw_s']:.1f} ms per complete draw", flush=True)
+    results["large"], results["batching"] = [], []
+    with threadpool_limits(1, user_api="blas"):
+        print("large L: fast engine only (the reference needs L x L arrays and an O(L^3) SVD)")
+        for L in ([8192] if quick else [8192, 32768]):
+            r = large(L, n_draws=CHUNK if quick else 20, dmin_draws=8 if quick else 16)
+            results["large"].append(r)
+            b, f = r["below"], r["far_below"]
+            print(f"L={L:6d} d={r['d']:4d} (just below d_min): {1e3 * b['per_draw_s']:.1f} ms per "
+                  f"draw = {b['per_draw_over_floor']:.2f} x floor ({1e3 * b['floor_s']:.1f} ms); "
+                  f"d={f['d']} (far below): {f['per_draw_over_floor']:.2f} x floor; peak RSS "
+                  f"{r['memory']['peak_rss_MB']:.0f} MB", flush=True)
+        for L in ([256] if quick else [256, 512, 1024]):
+            r = batching(L, n_levels=2 if quick else 8)
+            results["batching"].append(r)
+            print(f"L={L:6d} batch {r['batch']}: one-by-one / batched time "
+                  f"{r['below']['ratio']:.2f} at d={r['below']['d']} (just below d_min), "
+                  f"{r['far_below']['ratio']:.2f} at d={r['far_below']['d']} (far below)",
+                  flush=True)
     results["targets"] = {
         "speedup_512>=20": next((c["speedup"] >= 20 for c in results["comparisons"]
                                  if c["L"] == 512), None),
@@ -347,6 +375,11 @@ def main(quick=False, out="benchmarks/results.json") -> int:
         "per_draw_within_3x_floor": all(c["fast_per_draw_over_floor"] <= 3
                                         for c in results["comparisons"]),
         "peak_memory_under_2GB": all(m["peak_rss_MB"] < 2048 for m in results["memory"]),
+        "large_per_draw_within_2x_floor": all(c["below"]["per_draw_over_floor"] <= 2
+                                              for c in results["large"]),
+        "large_peak_memory_32768_under_2GB": next((c["memory"]["peak_rss_MB"] < 2048
+                                                   for c in results["large"]
+                                                   if c["L"] == 32768), None),
     }
     results["wall_s"] = time.perf_counter() - t0
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -563,7 +563,7 @@ class FastEngine:
             U = H @ dr.Cinv
             V = H @ dr.CinvMt
             dt = np.float32 if f32 else np.float64
-            G = np.empty((len(rows), L), dtype=dt)
+            G = self._ws("G" + dt.__name__, (self._max_block, L), dt)[:len(rows)]
             if f32:
                 np.matmul(U.astype(np.float32), ZJ32.T, out=G[:, :m])
                 if n:
