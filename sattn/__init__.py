@@ -60,6 +60,7 @@ from .patterns.construction import (
     logit_target,
     sample_stiefel,
     theorem1_bound,
+    theorem1_crossover,
     theorem1_constants,
 )
 from .patterns.optimize import (
@@ -109,6 +110,7 @@ from .experiments.engine import FastEngine
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
 from .experiments.reference import reference_level
 from .experiments.protocol import fit_log, load_figure, reproduce, run_task
+from .experiments.laws import LAWS, fit_law, judge_laws
 from .precision import (  # Part III: the constructions in finite precision
     algorithm1_bits_needed,
     algorithm1_precision,
@@ -148,6 +150,7 @@ __all__ = [
     "logit_target",
     "sample_stiefel",
     "theorem1_bound",
+    "theorem1_crossover",
     "theorem1_constants",
     "ApproximationReport",
     "check_approximation",
@@ -232,6 +235,9 @@ __all__ = [
     "SETUPS",
     "ExperimentError",
     "fit_log",
+    "fit_law",
+    "judge_laws",
+    "LAWS",
     "load_figure",
     "make_tasks",
     "reference_level",

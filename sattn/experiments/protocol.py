@@ -27,6 +27,7 @@ import contextlib
 import csv
 import math
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -169,20 +170,18 @@ def _csv_rows(tasks, payloads):
 
 DECADES_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "target", "budget",
                    "ladder", "grid_start", "d_min", "d_below", "draws_at_d_min", "levels_tried",
-                   "total_draws", "bound", "seconds"]
+                   "total_draws", "bound"]
 
 
 def _decades_rows(tasks, payloads):
     rows = []
     for t in tasks:
-        pay = payloads[t.task_id]
-        res = pay["result"]
+        res = payloads[t.task_id]["result"]
         dmin, lv = res["d_min"], res["levels"]
         rows.append([t.figure, t.setup.name, t.setup.k, f"{t.setup.gamma:g}", f"{t.setup.eps1:g}",
                      f"{t.setup.eps2:g}", t.L, t.target, t.budget, f"{t.ladder:g}", t.grid[0],
                      "" if dmin is None else dmin, lv[-2][0] if len(lv) >= 2 else "",
-                     lv[-1][1] if lv else 0, len(lv), res["total_draws"], res["bound"],
-                     f"{pay['seconds']:.3f}"])
+                     lv[-1][1] if lv else 0, len(lv), res["total_draws"], res["bound"]])
     return rows
 
 
@@ -374,7 +373,6 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
 
 def _machine() -> dict:
     """Where a run ran: platform, processor and core count (for the manifest)."""
-    import platform
     return {"platform": platform.platform(), "processor": platform.processor() or
             platform.machine(), "cpus": os.cpu_count()}
 
@@ -467,14 +465,17 @@ def load_figure(figure, data_dir="data", *, verify=True):
         rows = list(csv.DictReader(f))
     for r in rows:
         for c in ("k", "L", "n_draws", "grid_start", "grid_stop", "grid_step", "levels_tried",
-                  "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min"):
+                  "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min",
+                  "target", "budget"):
             if c in r:
                 r[c] = int(r[c])
-        for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7"):
+        for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7",
+                  "ladder"):
             if c in r:
                 r[c] = float(r[c])
-        if "d_min" in r:
-            r["d_min"] = int(r["d_min"]) if r["d_min"] != "" else None
+        for c in ("d_min", "d_below"):
+            if c in r:
+                r[c] = int(r[c]) if r[c] != "" else None
     if figure == "fig5":
         npz = data_dir / "fig5_maps.npz"
         if verify and _sha256_file(npz) != sums["npz"]:
