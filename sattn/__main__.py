@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None,
                    help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")
     r.add_argument("--budget", type=int, default=None,
-                   help="decades only: draws per width (default: the profile's, 32 for paper)")
+                   help="decades only: draws per width (default: the profile's, 16 for paper)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_reproduce)
 

@@ -37,7 +37,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import check_bool, as_vector
+from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster
@@ -74,21 +74,39 @@ __all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
 
 
 # ----------------------------------------------------------------------------- one task
-def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key, *, widths=None):
+def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key, *, widths=None, coarse=1):
     """Scan the ascending grid; return ``(d_min or None, list of per-level records)``.
 
     ``widths`` (an ascending list) replaces the uniform ``grid`` when given (the decades
-    experiment's ladder). The engine keeps no memory between draws, so the draws made at a width
-    depend only on their seed keys.
+    experiment's ladder). With ``coarse = c > 1`` the scan first strides over every ``c``-th
+    width while each of them is *cold* (every draw rejected in stage 1, from its partial numbers
+    alone: far below d_min), then scans every width upwards from the one after the last cold
+    stride, as the plain scan would; a success during the strides is treated like a warm width.
+    Only widths below a cold width are skipped; the levels visited are decided exactly as in the
+    plain scan (the engine keeps no memory between draws, so the draws made at a width depend
+    only on their seed keys).
     """
-    levels = []
-    for d in (grid_values(grid) if widths is None else widths):
-        if d > engine.L:
-            break
-        r = engine.level(d, n_draws, root_seed, key)
-        levels.append([r.d, r.draws, int(r.ok), r.stage1_rejects, r.screen_rejects,
-                       r.confirmations])
-        if r.ok:
+    ws = [d for d in (grid_values(grid) if widths is None else widths) if d <= engine.L]
+    coarse = check_int("coarse", coarse, low=1)
+    levels, seen = [], {}
+
+    def visit(d):
+        if d not in seen:
+            r = engine.level(d, n_draws, root_seed, key)
+            seen[d] = r
+            levels.append([r.d, r.draws, int(r.ok), r.stage1_rejects, r.screen_rejects,
+                           r.confirmations])
+        return seen[d]
+
+    start = 0
+    if coarse > 1:
+        for j in range(0, len(ws), coarse):
+            r = visit(ws[j])
+            if r.ok or r.stage1_rejects < r.draws:      # warm: scan every width from here
+                break
+            start = j + 1
+    for d in ws[start:]:
+        if visit(d).ok:
             return d, levels
     return None, levels
 
@@ -105,8 +123,9 @@ def run_task(task: Task) -> dict:
         eng = FastEngine(A, s.eps1, s.eps2)
         nnz = int(A.nnz)
         dmin, levels = dmin_search(eng, task.grid, task.n_draws, task.root_seed, task.draw_key(),
-                                   widths=task.widths() if task.ladder else None)
-    if task.ladder and len(levels) == 1 and dmin is not None:
+                                   widths=task.widths() if task.ladder else None,
+                                   coarse=task.coarse)
+    if task.ladder and dmin == task.widths()[0]:
         raise ExperimentError(
             f"{task.task_id}: the first width of the ladder, d = {dmin}, already succeeded, so "
             f"d_min may lie below the grid; lower the profile's start for {s.name} (it must "
@@ -169,7 +188,7 @@ def _csv_rows(tasks, payloads):
 
 
 DECADES_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "target", "budget",
-                   "ladder", "grid_start", "d_min", "d_below", "draws_at_d_min", "levels_tried",
+                   "ladder", "coarse", "grid_start", "d_min", "d_below", "draws_at_d_min", "levels_tried",
                    "total_draws", "bound"]
 
 
@@ -178,9 +197,11 @@ def _decades_rows(tasks, payloads):
     for t in tasks:
         res = payloads[t.task_id]["result"]
         dmin, lv = res["d_min"], res["levels"]
+        ws = t.widths()
+        below = ws[ws.index(dmin) - 1] if dmin is not None and ws.index(dmin) else ""
         rows.append([t.figure, t.setup.name, t.setup.k, f"{t.setup.gamma:g}", f"{t.setup.eps1:g}",
-                     f"{t.setup.eps2:g}", t.L, t.target, t.budget, f"{t.ladder:g}", t.grid[0],
-                     "" if dmin is None else dmin, lv[-2][0] if len(lv) >= 2 else "",
+                     f"{t.setup.eps2:g}", t.L, t.target, t.budget, f"{t.ladder:g}", t.coarse,
+                     t.grid[0], "" if dmin is None else dmin, below,
                      lv[-1][1] if lv else 0, len(lv), res["total_draws"], res["bound"]])
     return rows
 
@@ -199,7 +220,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     profile : {"quick", "paper", "paper-q1"}
         ``"decades"`` (three decades of L, :ref:`ch-log-law`) exists in "paper" and "quick".
     budget : int, optional
-        Decades only: draws per width (default: the profile's, 32 for "paper").
+        Decades only: draws per width (default: the profile's, 16 for "paper").
     setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
@@ -313,12 +334,15 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
             "protocol": ("per (setup, L): independent targets A from sattn.sample_sparse; widths "
                          "on a ladder d_{j+1} = d_j + max(1, floor(ladder d_j)); at each width up "
                          "to `budget` Stiefel draws (fast engine, stops at the first success); "
-                         "d_min = first width with a success, d_below = the width before it; a "
-                         "success at the first width is an error (the ladder must start below "
-                         "d_min)"),
+                         "strides of `coarse` widths while every draw of the width is rejected "
+                         "in stage 1 (cold, far below d_min), then every width upwards from the "
+                         "one after the last cold stride; d_min = the first success, d_below = "
+                         "the ladder's width before it (visited, failed); a success at the first "
+                         "width is an error (the ladder must start below d_min)"),
             "budget": sorted({t.budget for t in tasks}),
             "targets": prof.decades["targets"],
             "ladder": prof.decades["ladder"],
+            "coarse": prof.decades["coarse"],
             "grid_starts": {f"{t.setup.name}_L{t.L}": t.grid[0] for t in tasks},
             "key_scheme": ("target t of (setup, L): key = (setup_key, L, 2, t); draw i at width "
                            "d: key = (setup_key, L, 3, t, d, i)"),

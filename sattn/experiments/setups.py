@@ -182,23 +182,24 @@ _QUICK_GRIDS = {
 
 #: The decades experiment of the paper profile (:ref:`ch-log-law`): six of the twelve setups
 #: (k = 1..4, both gamma), ten lengths 64..32768, three independent targets per (setup, L), a
-#: fixed budget of 32 draws per width (independent of L, so that a growing budget does not itself
+#: fixed budget of 16 draws per width (independent of L, so that a growing budget does not itself
 #: lower d_min at large L, as ceil(Q L) does), widths on a 2% ladder from ``starts`` (L >= 512;
 #: the paper grids' starts, about 0.65 x d_min at L = 512 with a larger budget) or from 2
-#: (L < 512).
+#: (L < 512), scanned every 4th width first (see :func:`~sattn.experiments.protocol.dmin_search`).
 DECADES_PAPER = {
     "setups": ("k1-g1-e3-0.9", "k2-g1-e7-0.5", "k2-g2-e7-0.5", "k3-g1-e7-0.9", "k4-g1-e7-0.9",
                "k4-g2-e7-0.9"),
     "lengths": tuple(2 ** p for p in range(6, 16)),
     "targets": 3,
-    "budget": 32,
+    "budget": 16,
     "ladder": 0.02,
+    "coarse": 4,
     "starts": {name: g[0] for name, g in _PAPER_GRIDS.items()},
     "small_start": 2,
     "small_below": 512,
     "description": ("Three decades of L: six of the twelve setups, L = 64, 128, ..., 32768, three "
-                    "independent targets per (setup, L), a fixed budget of 32 draws per width, "
-                    "widths on a 2% ladder."),
+                    "independent targets per (setup, L), a fixed budget of 16 draws per width, "
+                    "widths on a 2% ladder scanned every 4th width first."),
 }
 
 _DECADES_QUICK = {
@@ -207,6 +208,7 @@ _DECADES_QUICK = {
     "targets": 2,
     "budget": 8,
     "ladder": 0.05,
+    "coarse": 3,
     "starts": {name: g[0] for name, g in _QUICK_GRIDS.items()},
     "small_start": 2,
     "small_below": 128,
@@ -281,6 +283,7 @@ class Task:
     target: int = 0
     budget: int = 0
     ladder: float = 0.0
+    coarse: int = 1
 
     @property
     def task_id(self) -> str:
@@ -326,7 +329,8 @@ class Task:
              "root_seed": self.root_seed, "target_key": list(self.target_key()),
              "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
         if self.budget:
-            p.update(target=self.target, budget=self.budget, ladder=self.ladder)
+            p.update(target=self.target, budget=self.budget, ladder=self.ladder,
+                     coarse=self.coarse)
         return p
 
 
@@ -459,7 +463,7 @@ def _decades_tasks(prof: Profile, setups, lengths, budget) -> list[Task]:
             grid = _check_grid(s.name, (start, min(L, 1500), 1), (L,))
             for t in range(cfg["targets"]):
                 tasks.append(Task("decades", s, L, 0.0, grid, target=t, budget=budget,
-                                  ladder=cfg["ladder"]))
+                                  ladder=cfg["ladder"], coarse=cfg["coarse"]))
     return tasks
 
 

@@ -307,7 +307,7 @@ def test_decades_tasks_follow_the_profile():
     ks = {SETUPS[s].k for s in cfg["setups"]}
     gammas = {SETUPS[s].gamma for s in cfg["setups"]}
     assert ks == {1, 2, 3, 4} and gammas == {1.0, 2.0}
-    assert all(t.n_draws == 32 for t in tasks)
+    assert all(t.n_draws == 16 and t.coarse == 4 for t in tasks)
     # independent targets: distinct seed keys, none shared with Figures 3-4
     keys = {t.target_key() for t in tasks}
     assert len(keys) == len(tasks)
@@ -381,3 +381,27 @@ def test_decades_folder_of_another_engine_version_is_refused(tmp_path):
 def test_cli_decades_bad_input(argv, msg, capsys, tmp_path):
     assert cli_main(argv + ["--out", str(tmp_path)]) == 2
     assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setup", ["k1-g1-e3-0.9", "k2-g2-e7-0.5"])
+def test_coarse_scan_finds_the_d_min_of_the_full_scan(setup):
+    """Striding over cold widths (every draw rejected in stage 1) skips only widths far below
+    d_min: over many targets the scan returns the d_min of the plain upward scan of every width,
+    and every level it visits is decided as in the plain scan."""
+    from sattn import FastEngine, sample_sparse, draw_generator
+    from sattn.experiments.protocol import dmin_search
+    from sattn.experiments.setups import ladder_values
+    s = SETUPS[setup]
+    agree = 0
+    for i in range(12):
+        A = sample_sparse(96, s.k, s.gamma, draw_generator(5, (i,)), as_csr=True)
+        eng = FastEngine(A, s.eps1, s.eps2)
+        ws = ladder_values(2, 96, 0.02)
+        full, lv_full = dmin_search(eng, None, 8, 9, (i,), widths=ws)
+        fast, lv_fast = dmin_search(eng, None, 8, 9, (i,), widths=ws, coarse=4)
+        agree += full == fast
+        assert len(lv_fast) < len(lv_full)
+        # the levels the coarse scan visits are decided exactly as in the full scan
+        by_d = {lv[0]: lv for lv in lv_full}
+        assert all(by_d[lv[0]] == lv for lv in lv_fast if lv[0] in by_d)
+    assert agree == 12
