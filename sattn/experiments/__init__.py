@@ -12,6 +12,8 @@ Modules, in the order in which they may import each other:
   against;
 * :mod:`~sattn.experiments.cluster`: running tasks on a Dask cluster (``--scheduler``);
 * :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
+* :mod:`~sattn.experiments.laws`: competing growth laws of d_min, fitted on short and judged on
+  long sequences (:ref:`ch-log-law`);
 * :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
 
 Chapters import every public name from :mod:`sattn` itself.
