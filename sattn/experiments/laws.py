@@ -13,9 +13,9 @@ Every law has two parameters and is fitted by weighted least squares with weight
 targets grows with d_min, and unweighted errors would let the longest lengths decide every fit.
 
 :func:`judge_laws` fits on ``L <= fit_max`` only and predicts the lengths ``L >= predict_min``,
-comparing each prediction with the measured mean there, in units of the measured uncertainty of
-that mean (target-to-target standard deviation over ``sqrt(n)``, combined with the rounding of
-the width ladder); and it compares the laws over the whole range by Akaike's information
+comparing each prediction with the measured mean there, in units of the combined uncertainty of
+that mean (target-to-target standard deviation over ``sqrt(n)``, with the rounding of the width
+ladder) and of the extrapolation (the fit's parameter covariance); and it compares the laws over the whole range by Akaike's information
 criterion (equal parameter counts, so AIC differences are ``n ln(WRSS_a / WRSS_b)``).
 
 References
@@ -54,6 +54,7 @@ class LawFit:
     params: tuple
     wrss: float          # weighted residual sum of squares (relative errors squared)
     n: int
+    cov: np.ndarray = field(default=None, repr=False)  # of (a, b), or of (ln c, p) for "power"
 
     def predict(self, L) -> np.ndarray:
         """The law's d_min at lengths ``L``."""
@@ -63,6 +64,20 @@ class LawFit:
             return c * L ** p
         a, b = self.params
         return a * LAWS[self.law][1](L) + b
+
+    def _gradient(self, L) -> np.ndarray:
+        """Derivatives of the prediction at ``L`` with respect to the fitted parameters."""
+        L = np.asarray(L, dtype=float)
+        if self.law == "power":
+            f = self.predict(L)
+            return np.stack([f, f * np.log(L)], axis=-1)             # d/d(ln c), d/dp
+        return np.stack([LAWS[self.law][1](L), np.ones_like(L)], axis=-1)
+
+    def predict_sd(self, L) -> np.ndarray:
+        """Standard deviation of the prediction at ``L`` that the fit's own uncertainty implies
+        (parameter covariance of the weighted least-squares fit, to first order)."""
+        g = self._gradient(L)
+        return np.sqrt(np.einsum("...i,ij,...j->...", g, self.cov, g))
 
     @property
     def formula(self) -> str:
@@ -130,6 +145,10 @@ def fit_law(law, L, d) -> LawFit:
         params = (float(coef[0]), float(coef[1]))
     fit = LawFit(law, params, 0.0, int(L.size))
     fit.wrss = float((w * (fit.predict(L) - d) ** 2).sum())
+    # covariance: sigma^2 (J^T W J)^-1, sigma^2 the weighted residual variance (n - 2 dof)
+    J = fit._gradient(L) * sw[:, None]
+    sigma2 = fit.wrss / (L.size - 2) if L.size > 2 else 0.0
+    fit.cov = sigma2 * np.linalg.pinv(J.T @ J)
     return fit
 
 
@@ -137,8 +156,10 @@ def fit_law(law, L, d) -> LawFit:
 class LawJudgement(Result):
     """Out-of-sample predictions and information criteria of the competing laws.
 
-    ``z[law]`` holds, for each predicted length, ``(prediction - measured mean) / uncertainty``;
-    a law *predicts* the long lengths when every ``|z| <= z_max``. ``aic[law]`` is Akaike's
+    ``z[law]`` holds, for each predicted length, ``(prediction - measured mean) / uncertainty``,
+    the uncertainty combining that of the measured mean and that of the prediction (the fit's
+    parameter covariance, from the scatter of the fitted points); a law *predicts* the long
+    lengths when every ``|z| <= z_max``. ``aic[law]`` is Akaike's
     criterion on all points (fit on the whole range), ``delta_aic`` its excess over the best law,
     ``akaike_weights`` the relative likelihoods ``exp(-delta/2)`` normalised to sum 1.
     ``supported`` lists the laws that predict the long lengths *and* are within ``aic_margin``
@@ -242,7 +263,7 @@ def judge_laws(L, d, *, fit_max=2048, predict_min=8192, rounding=None, z_max=3.0
         f = fit_law(law, L[train], d[train])
         pred = f.predict(targets)
         fits[law] = f
-        z[law] = tuple(float(v) for v in (pred - means) / unc)
+        z[law] = tuple(float(v) for v in (pred - means) / np.hypot(unc, f.predict_sd(targets)))
         rel[law] = tuple(float(v) for v in pred / means - 1.0)
         whole = fit_law(law, L, d)
         # (an exact fit would give ln 0: floor the residual at the double-precision scale)

@@ -80,3 +80,17 @@ def test_bad_points_are_refused():
     L, d = _points("log", targets=1)
     with pytest.raises(ValueError, match="needs at least two"):
         judge_laws(L, d)
+
+
+@pytest.mark.parametrize("law", ["log", "power"])
+def test_prediction_sd_matches_the_spread_of_refits(law):
+    """The extrapolation's standard deviation from the fit's covariance agrees with the spread of
+    the predictions over many independent data sets (within 25%)."""
+    preds, sds = [], []
+    for seed in range(300):
+        L, d = _points(law, noise=0.03, seed=100 + seed)
+        keep = L <= 2048
+        fit = fit_law(law, L[keep], d[keep])
+        preds.append(float(fit.predict(32768.0)))
+        sds.append(float(fit.predict_sd(32768.0)))
+    assert abs(np.std(preds) / np.sqrt(np.mean(np.square(sds))) - 1) < 0.25
