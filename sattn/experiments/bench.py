@@ -19,8 +19,18 @@ are measured within one run, and the two engines' draws are timed in alternating
 by 20% or more over the minute the reference takes, which made the ratio of two back-to-back
 timings swing between runs. ``speedup_at_floor`` is the speed-up an engine whose every draw cost
 exactly the floor would reach on the same workload: it shows how much of a speed-up target the
-floor itself leaves room for. Results: ``benchmarks/results.json`` (relative to the working
-directory; ``--out`` to change).
+floor itself leaves room for.
+
+At ``L = 8192`` and ``L = 32768`` only the fast engine runs (:func:`large`): the reference needs
+``L x L`` arrays and an ``O(L^3)`` SVD there. For each length: the cost per draw in floors just
+below d_min and far below it (each timed in chunks alternating with the floor at its width) and
+the peak memory of a fresh process. :func:`batching` compares batched and one-by-one
+:meth:`~sattn.experiments.engine.FastEngine.level` at ``L = 256, 512, 1024`` on the same levels,
+alternating. Targets (booleans in ``targets``, never timed tests): at most 2 floors per draw just
+below d_min at ``L >= 8192``, peak memory under 2 GB at ``L = 32768``.
+
+Results: ``benchmarks/results.json`` (relative to the working directory; ``--out`` to change);
+keys ``comparisons``, ``memory``, ``large``, ``batching``, ``targets``.
 """
 
 from __future__ import annotations
@@ -37,13 +47,13 @@ from threadpoolctl import threadpool_limits
 
 from ..patterns.construction import factorize, fixed_weights, logit_target
 from ..patterns.sparse import sample_sparse
-from .engine import FastEngine
+from .engine import BATCH_DRAWS, BATCH_MAX_L, FastEngine
 from .reference import reference_draw
 from .setups import SETUPS
 from .store import _versions
 from .target import draw_generator
 
-__all__ = ["compare", "main", "peak_memory"]
+__all__ = ["batching", "compare", "large", "main", "peak_memory"]
 
 SETUP = "k2-g2-e7-0.5"
 ROOT = 777
@@ -79,10 +89,11 @@ class _FloorTimer:
         return self.gauss / self.n, self.gemm / self.n
 
 
-def _estimate_dmin(eng, L, draws=64, step=4):
+def _estimate_dmin(eng, L, draws=64, step=4, hi=None):
     """Bisection estimate of d_min: the smallest width found to succeed, to within ``step``
-    (cheap: ``draws`` draws per width). :func:`compare` subtracts 8 to get a width just below."""
-    lo, hi = 2, L
+    (cheap: ``draws`` draws per width; widths up to ``hi``, default ``L``). :func:`compare`
+    subtracts 8 to get a width just below."""
+    lo, hi = 2, L if hi is None else min(hi, L)
     while hi - lo > step:
         mid = (lo + hi) // 2
         if eng.level(mid, draws, ROOT, (mid,)).ok:
@@ -172,6 +183,115 @@ def compare(L, n_draws=200, *, d=None):
     }
 
 
+def large(L, n_draws=20, *, d=None, dmin_draws=16):
+    """The fast engine alone at a large length ``L`` (8192, 32768): the reference would need
+    ``L x L`` arrays and an ``O(L^3)`` SVD there, so it is not run.
+
+    Draws just below d_min (``draws`` of :func:`compare`'s kind, each decided in full) and far
+    below it (levels of ``CHUNK`` draws at a third of the width, as the experiment meets them),
+    each timed in chunks alternating with the floor at the same width; then the peak memory of a
+    fresh process that completes full draws at that width (:func:`peak_memory`).
+
+    Parameters
+    ----------
+    L : int
+        Length of the target.
+    n_draws : int, default 20
+        Draws at each of the two widths.
+    d : int, optional
+        Width just below d_min (default: a bisection estimate with ``dmin_draws`` draws per width,
+        minus 8).
+    dmin_draws : int, default 16
+        Draws per width of the bisection.
+
+    Returns
+    -------
+    dict
+        Widths, seconds and floors per draw at both widths, stage tallies, peak memory.
+    """
+    s = SETUPS[SETUP]
+    A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L), as_csr=True)
+    t0 = time.perf_counter()
+    eng = FastEngine(A, s.eps1, s.eps2)
+    t_setup = time.perf_counter() - t0
+    if d is None:
+        # widths >= 1600 are beyond the float32 screening bound, and far above d_min here
+        d = max(1, _estimate_dmin(eng, L, draws=dmin_draws, step=8, hi=1024) - 8)
+    d_far = max(2, d // 3)
+    out = {"L": L, "d": d, "setup": SETUP, "draws": n_draws, "setup_s": t_setup,
+           "engine": "fast only (the reference needs L x L arrays and an O(L^3) SVD)"}
+    # just below d_min: every draw decided in full, chunks alternating with the floor
+    timer = _FloorTimer(L, d, eng.first_block)
+    t_draws, stages, ok = 0.0, {}, 0
+    for start in range(0, n_draws, CHUNK):
+        t0 = time.perf_counter()
+        for i in range(start, min(start + CHUNK, n_draws)):
+            o = eng.draw(d, draw_generator(ROOT, (L, d, i)))
+            stages[o.stage] = stages.get(o.stage, 0) + 1
+            ok += o.ok
+        t_draws += time.perf_counter() - t0
+        timer.measure(FLOOR_REPS)
+    floor = sum(timer.means())
+    out["below"] = {"d": d, "draws": n_draws, "successes": int(ok), "stages": stages,
+                    "per_draw_s": t_draws / n_draws, "floor_s": floor,
+                    "per_draw_over_floor": t_draws / n_draws / floor}
+    # far below: levels of CHUNK draws (each starts with the probe set), alternating with the floor
+    timer = _FloorTimer(L, d_far, eng.first_block)
+    t_far, far_draws, far_stage1, far_ok = 0.0, 0, 0, 0
+    for c in range(max(1, n_draws // CHUNK)):
+        t0 = time.perf_counter()
+        lv = eng.level(d_far, CHUNK, ROOT, (L, 1, c))
+        t_far += time.perf_counter() - t0
+        far_draws += lv.draws
+        far_stage1 += lv.stage1_rejects
+        far_ok += lv.ok
+        timer.measure(FLOOR_REPS)
+    floor_far = sum(timer.means())
+    out["far_below"] = {"d": d_far, "draws": far_draws, "stage1_rejects": far_stage1,
+                        "successes": int(far_ok), "per_draw_s": t_far / far_draws,
+                        "floor_s": floor_far, "per_draw_over_floor": t_far / far_draws / floor_far}
+    out["memory"] = peak_memory(L, d)
+    return out
+
+
+def batching(L, n_levels=8, draws=20, *, d=None):
+    """Batched vs one-by-one :meth:`FastEngine.level` on the same workload at length ``L``.
+
+    The workload: ``n_levels`` levels of ``draws`` draws at a width just below d_min and as many
+    a third of that width (far below, where the experiment spends most of its draws). Each level
+    is run with ``batch=1`` and with the automatic batch, in alternating order, one right after
+    the other, so that both see the same machine; their results must be equal.
+
+    Returns
+    -------
+    dict
+        For each width: seconds of both, draws, and ``ratio`` (one-by-one time / batched time).
+    """
+    s = SETUPS[SETUP]
+    A = sample_sparse(L, s.k, s.gamma, np.random.default_rng(L))
+    eng = FastEngine(A, s.eps1, s.eps2)
+    if d is None:
+        d = max(1, _estimate_dmin(eng, L) - 8)
+    auto = eng.batch if eng.batch is not None else (BATCH_DRAWS if L <= BATCH_MAX_L else 1)
+    out = {"L": L, "batch": auto, "levels": n_levels, "draws_per_level": draws}
+    for name, width in (("below", d), ("far_below", max(2, d // 3))):
+        t = {1: 0.0, auto: 0.0}
+        n = 0
+        for c in range(n_levels):
+            res = {}
+            for b in ((1, auto) if c % 2 == 0 else (auto, 1)):
+                t0 = time.perf_counter()
+                res[b] = eng.level(width, draws, ROOT, (L, 2, c), batch=b)
+                t[b] += time.perf_counter() - t0
+            if res[1] != res[auto]:
+                raise RuntimeError(f"batched and one-by-one levels differ at L = {L}, d = {width}"
+                                   f": {res[1]} vs {res[auto]}")
+            n += res[1].draws
+        out[name] = {"d": width, "draws": n, "one_by_one_s": t[1], "batched_s": t[auto],
+                     "ratio": t[1] / t[auto]}
+    return out
+
+
 def _memory_probe(L, d, n, setup) -> dict:
     """Sample A (sparse), build the engine and complete ``n`` full draws at width ``d``; report
     the time per draw and the peak resident memory of this process (run in a fresh process)."""
@@ -229,6 +349,24 @@ def main(quick=False, out="benchmarks/results.json") -> int:
         results["memory"].append(m)
         print(f"L={L:6d} d={d}: peak RSS {m['peak_rss_MB']:.0f} MB, "
               f"{1e3 * m['per_draw_s']:.1f} ms per complete draw", flush=True)
+    results["large"], results["batching"] = [], []
+    with threadpool_limits(1, user_api="blas"):
+        print("large L: fast engine only (the reference needs L x L arrays and an O(L^3) SVD)")
+        for L in ([8192] if quick else [8192, 32768]):
+            r = large(L, n_draws=CHUNK if quick else 20, dmin_draws=8 if quick else 16)
+            results["large"].append(r)
+            b, f = r["below"], r["far_below"]
+            print(f"L={L:6d} d={r['d']:4d} (just below d_min): {1e3 * b['per_draw_s']:.1f} ms per "
+                  f"draw = {b['per_draw_over_floor']:.2f} x floor ({1e3 * b['floor_s']:.1f} ms); "
+                  f"d={f['d']} (far below): {f['per_draw_over_floor']:.2f} x floor; peak RSS "
+                  f"{r['memory']['peak_rss_MB']:.0f} MB", flush=True)
+        for L in ([256] if quick else [256, 512, 1024]):
+            r = batching(L, n_levels=2 if quick else 8)
+            results["batching"].append(r)
+            print(f"L={L:6d} batch {r['batch']}: one-by-one / batched time "
+                  f"{r['below']['ratio']:.2f} at d={r['below']['d']} (just below d_min), "
+                  f"{r['far_below']['ratio']:.2f} at d={r['far_below']['d']} (far below)",
+                  flush=True)
     results["targets"] = {
         "speedup_512>=20": next((c["speedup"] >= 20 for c in results["comparisons"]
                                  if c["L"] == 512), None),
@@ -237,6 +375,11 @@ def main(quick=False, out="benchmarks/results.json") -> int:
         "per_draw_within_3x_floor": all(c["fast_per_draw_over_floor"] <= 3
                                         for c in results["comparisons"]),
         "peak_memory_under_2GB": all(m["peak_rss_MB"] < 2048 for m in results["memory"]),
+        "large_per_draw_within_2x_floor": all(c["below"]["per_draw_over_floor"] <= 2
+                                              for c in results["large"]),
+        "large_peak_memory_32768_under_2GB": next((c["memory"]["peak_rss_MB"] < 2048
+                                                   for c in results["large"]
+                                                   if c["L"] == 32768), None),
     }
     results["wall_s"] = time.perf_counter() - t0
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -71,13 +71,18 @@ from .._validate import check_int, check_real, check_rng
 from ..results import Result
 from .target import SparseTarget, draw_generator, prepare_target
 
-__all__ = ["ENGINE_VERSION", "DrawOutcome", "FastEngine", "LevelResult"]
+__all__ = ["BATCH_DRAWS", "BATCH_MAX_L", "ENGINE_VERSION", "DrawOutcome", "FastEngine", "LevelResult"]
 
 #: Identifies how the fast engine turns a seed into a draw; part of every task's parameters, so
 #: results of another engine version are refused on resume instead of being mixed in.
 ENGINE_VERSION = "fast-2"
 
 _U32 = 2.0 ** -24
+
+#: Automatic batch size of :meth:`FastEngine.level` (draws whose stage 1 is computed together) ...
+BATCH_DRAWS = 16
+#: ... for targets of at most this length; longer ones decide one draw at a time.
+BATCH_MAX_L = 1024
 
 
 def _cholesky_upper(C):
@@ -205,6 +210,12 @@ class FastEngine:
         Largest block; also capped so one block has at most ``2**23`` entries (32 MB).
     use_float32 : bool, default True
         Screen in float32 (with the rigorous error band); False computes blocks in float64.
+    batch : int, optional
+        Draws whose stage 1 :meth:`level` computes together, as one set of stacked array
+        operations (``1``: one draw at a time). The default, ``None``, is automatic:
+        ``BATCH_DRAWS`` when ``L <= BATCH_MAX_L`` (where the fixed cost of the many small array
+        operations of a draw outweighs its arithmetic), else 1. Batching never changes a result
+        (see :meth:`level`).
 
     References
     ----------
@@ -220,6 +231,7 @@ class FastEngine:
     first_block: int = 64
     max_block: int = 1024
     use_float32: bool = True
+    batch: int | None = None
     target: SparseTarget = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -237,6 +249,8 @@ class FastEngine:
         if not isinstance(self.use_float32, (bool, np.bool_)):
             raise TypeError(f"use_float32 must be a bool, got {self.use_float32!r} "
                             f"({type(self.use_float32).__name__})")
+        if self.batch is not None:
+            self.batch = check_int("batch", self.batch, low=1)
         cap = max(1, (1 << 23) // t.L)
         self._max_block = max(1, min(self.max_block, cap))
         # partial sets J: supports of rows in one fixed random order until the target size
@@ -268,12 +282,13 @@ class FastEngine:
     # ------------------------------------------------------------------ criteria on a block
     def _row_margins(self, rows, gs, off):
         """``min(margin (6), margin (7))`` of each row from its support logits ``gs`` (rows x
-        k_max, in the order of ``target.cols``) and its largest off-support logit ``off``."""
+        k_max, in the order of ``target.cols``) and its largest off-support logit ``off``.
+        Leading batch axes are allowed (``rows`` of shape (b, r), ``gs`` of shape (b, r, k_max))."""
         t = self.target
         gs = np.asarray(gs, dtype=np.float64)
         r = gs - t.logA[rows]
-        m6 = t.log1p_eps1 - (r.max(axis=1) - r.min(axis=1))
-        return np.minimum(m6, (gs.min(axis=1) - off) - t.log_inv_eps2)
+        m6 = t.log1p_eps1 - (r.max(axis=-1) - r.min(axis=-1))
+        return np.minimum(m6, (gs.min(axis=-1) - off) - t.log_inv_eps2)
 
     def _split(self, rows, G, colpos):
         """Support logits (float64) and largest off-support logit of each row of a logit block
@@ -387,7 +402,11 @@ class FastEngine:
         fraction = self.partial_fraction if fraction is None else check_real(
             "fraction", fraction, low=0.0, high=1.0, low_open=True)
         dr = self._partial_draw(d, rng, self._partial(d, fraction))
-        fail = self._stage1(dr, rng)
+        return self._finish(dr, rng, self._stage1(dr, rng), complete)
+
+    def _finish(self, dr: _Draw, rng, fail, complete=False) -> DrawOutcome:
+        """The outcome of a draw after stage 1 (``fail``: the rejecting row, or None): a stage-1
+        rejection, or the completion of the draw and its screening."""
         if fail is not None and not complete:
             return DrawOutcome(False, "stage1", dr.r, 0, fail, None, dr.rest_checked)
         self._complete(dr, rng)
@@ -441,7 +460,18 @@ class FastEngine:
         sel = np.argsort(dr.score_vis, kind="stable")[:r]
         cand, Uc = vis[sel], Uv[sel]
         gsJ, off = self._split(cand, Uc @ ZJ.T, P["colpos"])
-        mc = self._row_margins(cand, gsJ, off)
+        return self._stage1_rest(dr, rng, cand, Uc, gsJ, off)
+
+    def _stage1_rest(self, dr: _Draw, rng, cand, Uc, gsJ, off, mc=None):
+        """The end of stage 1 for candidates ``cand`` (rows ``Uc`` of ``(L/d)(BZ)C^{-1}``, support
+        logits ``gsJ`` and largest logit ``off`` on ``J``, row margins ``mc`` on ``J`` if already
+        computed): if no candidate violates (6)-(7) on ``J``, their logits on the other columns
+        through the thin Haar factor (draws ``T`` from ``rng``); the rejecting row, or None."""
+        n, r = dr.P["n"], dr.r
+        if mc is None:
+            mc = self._row_margins(cand, gsJ, off)
+        elif mc.min() < -1e-9:          # rejected on J (the common case far below d_min)
+            return int(cand[int(np.argmin(mc))])
         if n and mc.min() >= -1e-9:     # no violation on J: look at the other columns too
             dr.qr_in = dr.RW @ Uc.T                                     # R_W u_l = O [K; 0]
             K = np.linalg.qr(dr.qr_in, mode="r")[:r]
@@ -533,7 +563,7 @@ class FastEngine:
             U = H @ dr.Cinv
             V = H @ dr.CinvMt
             dt = np.float32 if f32 else np.float64
-            G = np.empty((len(rows), L), dtype=dt)
+            G = self._ws("G" + dt.__name__, (self._max_block, L), dt)[:len(rows)]
             if f32:
                 np.matmul(U.astype(np.float32), ZJ32.T, out=G[:, :m])
                 if n:
@@ -612,14 +642,113 @@ class FastEngine:
             score[nv] = self._risk_score(nv, U, Zs)
         return np.argsort(score, kind="stable")
 
+    # ------------------------------------------------------------------ stage 1 of a batch
+    def _partial_draws(self, d, rngs, P, capacity) -> list:
+        """``_partial_draw`` for several draws at once, each from its own generator in ``rngs``
+        (the same numbers in the same order as ``_partial_draw``): one stacked Gram product, then
+        each ``C^{-1}`` by the same LAPACK calls. The list ends early, before the first draw
+        whose Gram matrix cannot be inverted (that draw is left to the one-draw path, which
+        raises the error at the same point as a one-by-one level would). ``capacity``: the
+        size of the workspace, kept between batches (at least ``len(rngs)``)."""
+        m, n = P["m"], P["n"]
+        bufs = self._ws("bufs", (capacity, m + (d if n else 0), d))[:len(rngs)]  # [Z_J; R_W]s
+        iu = self._triu(d)
+        for buf, rng in zip(bufs, rngs):
+            rng.standard_normal(out=buf[:m])
+            if n:
+                RW = buf[m:]
+                RW.fill(0.0)
+                RW[iu] = rng.standard_normal(iu[0].size)
+                RW.flat[:: d + 1] = np.sqrt(rng.chisquare(n - np.arange(d)))
+        C = np.matmul(bufs.transpose(0, 2, 1), bufs)
+        Ci = []
+        for Cj in C:                     # _spd_inverse, draw by draw, then one mirror for all
+            try:
+                Cij, info = sla.lapack.dpotri(_cholesky_upper(Cj), lower=0)
+            except np.linalg.LinAlgError:
+                break
+            if info:
+                break
+            Ci.append(Cij)
+        if not Ci:
+            return []
+        Ci = np.stack(Ci)
+        Ci += np.triu(Ci, 1).transpose(0, 2, 1)
+        return [_Draw(d=d, scale=self.L / d, P=P, ZJ=buf[:m], RW=buf[m:] if n else None,
+                      Cinv=Cij) for buf, Cij in zip(bufs, Ci)]
+
+    def _stage1_batch(self, d, rngs, P, capacity) -> list:
+        """Stage 1 of several draws up to the check of their candidates on ``J``, as stacked
+        array operations (the same operations as ``_stage1``, draw by draw, so the same numbers).
+
+        Returns
+        -------
+        list of (_Draw, tuple or None)
+            For each draw (a prefix of ``rngs``, see ``_partial_draws``), its numbers and the
+            arguments ``(cand, Uc, gsJ, off, mc)`` of ``_stage1_rest``, or None when the draw has
+            no candidate (stage 1 cannot reject it).
+        """
+        draws = self._partial_draws(d, rngs, P, capacity)
+        b = len(draws)
+        vis = P["vis"]
+        r = min(self.candidates, vis.size, d)
+        for dr in draws:
+            dr.r = r
+            dr.T = np.empty((P["n"], 0), np.float32)
+        if not b or not vis.size:
+            return [(dr, None) for dr in draws]
+        ZJ = self._work["bufs"][:b, :P["m"]]                                  # (b, m, d)
+        Zs = ZJ[:, P["vis_pos"]]                                              # (b, |vis|, k, d)
+        H = np.einsum("rk,brkd->brd", P["vis_b"], Zs)
+        H *= self.L / d
+        Uv = np.matmul(H, np.stack([dr.Cinv for dr in draws]))                # (b, |vis|, d)
+        score = self._row_margins(vis, np.einsum("brd,brkd->brk", Uv, Zs), 0.0)  # _risk_score
+        for dr, sc in zip(draws, score):
+            dr.score_vis = sc
+        if not r:
+            return [(dr, None) for dr in draws]
+        sel = np.argsort(score, axis=1, kind="stable")[:, :r]
+        cand = vis[sel]                                                       # (b, r)
+        Uc = Uv[np.arange(b)[:, None], sel]                                   # (b, r, d)
+        G = np.matmul(Uc, ZJ.transpose(0, 2, 1))                              # (b, r, m)
+        # _split on the stack: support logits, then the largest logit off the support
+        bi = np.arange(b)[:, None, None]
+        ri = np.arange(r)[None, :, None]
+        p = P["colpos"][self.target.cols[cand]]                               # (b, r, k)
+        gs = G[bi, ri, p]
+        G[bi, ri, p] = -np.inf
+        off = G.max(axis=2)
+        mc = self._row_margins(cand, gs, off)                                 # (b, r)
+        return [(dr, (cand[j], Uc[j], gs[j], off[j], mc[j])) for j, dr in enumerate(draws)]
+
     # ------------------------------------------------------------------ one width
-    def level(self, d, n_draws, root_seed, key) -> LevelResult:
+    def level(self, d, n_draws, root_seed, key, *, batch=None) -> LevelResult:
         """Up to ``n_draws`` draws at width ``d``; draw ``i`` uses ``draw_generator(root_seed,
         key + (d, i))``. Stops at the first success.
 
         Draws start with the small partial set (``probe_fraction``) and switch to
         ``partial_fraction`` from the first draw that survives stage 1 on. The switch depends only
         on earlier draws of the same level, so the level's result is a function of its seeds.
+
+        With ``batch = b > 1``, stage 1 of ``b`` consecutive draws is computed together (each
+        draw's numbers still come from its own generator, in the same order, and the stacked
+        operations compute exactly the numbers of the one-draw path); the draws are then decided
+        in order, exactly as one by one. Batches grow from 2 draws to ``b``. Work on draws after the first success, or after the
+        switch of partial set (made with the old set), is discarded and redone as the one-draw
+        path would, so the result is the same for every ``batch``.
+
+        Parameters
+        ----------
+        d : int
+            Width, ``1 <= d <= L``.
+        n_draws : int
+            Largest number of draws, ``>= 1``.
+        root_seed : int
+            Root seed, ``>= 0``.
+        key : tuple of int
+            The level's seed key (the draw index and ``d`` are appended).
+        batch : int, optional
+            Draws per batch, ``>= 1``; default: the engine's ``batch`` (see :class:`FastEngine`).
 
         Returns
         -------
@@ -628,25 +757,59 @@ class FastEngine:
         Raises
         ------
         ValueError, TypeError
-            ``d`` out of ``[1, L]`` or ``n_draws < 1``.
+            ``d`` out of ``[1, L]``, ``n_draws < 1`` or ``batch < 1`` (or not an integer).
         """
         d = check_int("d", d, low=1, high=self.L)
         n_draws = check_int("n_draws", n_draws, low=1)
+        batch = self.batch if batch is None else check_int("batch", batch, low=1)
+        if batch is None:
+            batch = BATCH_DRAWS if self.L <= BATCH_MAX_L else 1
         res = LevelResult(d=d, ok=False, draws=0)
         fraction = self.probe_fraction
-        for i in range(n_draws):
-            out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), fraction=fraction)
-            if out.stage != "stage1":
-                fraction = self.partial_fraction
-            res.draws += 1
-            res.rows_screened += out.rows_screened
-            if out.stage == "stage1":
-                res.stage1_rejects += 1
-            elif not out.ok and out.stage == "screen":
-                res.screen_rejects += 1
-            if out.stage == "confirm":
-                res.confirmations += 1
-            if out.ok:
-                res.ok = True
-                break
+        if batch == 1:
+            for i in range(n_draws):
+                out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)),
+                                fraction=fraction)
+                if out.stage != "stage1":
+                    fraction = self.partial_fraction
+                if self._tally(res, out):
+                    break
+            return res
+        i, size = 0, min(2, batch)   # batches grow 2, 4, ... up to `batch`: little work is
+        while i < n_draws:           # wasted when a level ends (or switches) after a few draws
+            rngs = [draw_generator(root_seed, tuple(key) + (d, j))
+                    for j in range(i, min(i + size, n_draws))]
+            size = min(2 * size, batch)
+            stage1 = self._stage1_batch(d, rngs, self._partial(d, fraction), batch)
+            if not stage1:   # the first Gram matrix is singular: as the one-draw path does it
+                stage1 = [(None, None)]
+            for (dr, cands), rng in zip(stage1, rngs):
+                if dr is None:
+                    out = self.draw(d, draw_generator(root_seed, tuple(key) + (d, i)),
+                                    fraction=fraction)
+                else:
+                    fail = None if cands is None else self._stage1_rest(dr, rng, *cands)
+                    out = self._finish(dr, rng, fail)
+                i += 1
+                if self._tally(res, out):
+                    return res
+                if out.stage != "stage1" and fraction != self.partial_fraction:
+                    fraction = self.partial_fraction   # the rest of the batch used the old set
+                    size = min(2, batch)
+                    break
         return res
+
+    @staticmethod
+    def _tally(res: LevelResult, out: DrawOutcome) -> bool:
+        """Count the outcome ``out`` of one more draw in ``res``; whether it succeeded."""
+        res.draws += 1
+        res.rows_screened += out.rows_screened
+        if out.stage == "stage1":
+            res.stage1_rejects += 1
+        elif not out.ok and out.stage == "screen":
+            res.screen_rejects += 1
+        if out.stage == "confirm":
+            res.confirmations += 1
+        if out.ok:
+            res.ok = True
+        return out.ok

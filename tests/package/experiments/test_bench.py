@@ -23,6 +23,7 @@ def test_bench_is_a_module_of_the_package():
     pkg = Path(sattn.__file__).resolve().parent
     assert Path(bench.__file__).resolve().parent == pkg / "experiments"
     assert callable(bench.main) and callable(bench.compare) and callable(bench.peak_memory)
+    assert callable(bench.large) and callable(bench.batching)
 
 
 def test_cli_bench_help_from_another_working_directory(tmp_path):
@@ -56,3 +57,21 @@ def test_quick_bench_writes_consistent_results(tmp_path):
     assert m["L"] == 3072 and 0 < m["peak_rss_MB"] < 2048
     assert r["targets"]["peak_memory_under_2GB"] is True
     assert r["targets"]["speedup_512>=20"] is None     # the quick run does not measure L = 512
+    # large L: the fast engine alone, floors per draw at both widths, peak memory
+    (g,) = r["large"]
+    assert g["L"] == 8192 and "reference" not in g and g["far_below"]["d"] < g["d"] == g["below"]["d"]
+    for w in ("below", "far_below"):
+        e = g[w]
+        assert e["per_draw_s"] > 0 and e["floor_s"] > 0
+        assert abs(e["per_draw_over_floor"] - e["per_draw_s"] / e["floor_s"]) < 1e-9
+    assert sum(g["below"]["stages"].values()) == g["below"]["draws"]
+    assert 0 < g["memory"]["peak_rss_MB"] < 2048 and g["memory"]["L"] == 8192
+    assert isinstance(r["targets"]["large_per_draw_within_2x_floor"], bool)
+    assert r["targets"]["large_peak_memory_32768_under_2GB"] is None   # not measured by --quick
+    # batching: the same levels one by one and batched (equal results, else the bench fails)
+    (bt,) = r["batching"]
+    assert bt["L"] == 256 and bt["batch"] > 1
+    for w in ("below", "far_below"):
+        e = bt[w]
+        assert e["draws"] >= 1 and e["one_by_one_s"] > 0 and e["batched_s"] > 0
+        assert abs(e["ratio"] - e["one_by_one_s"] / e["batched_s"]) < 1e-9

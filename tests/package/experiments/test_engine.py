@@ -161,6 +161,58 @@ def test_level_escalates_and_depends_only_on_seeds():
     assert by_hand(switch=False)[0] != tally             # ... and the escalation changed the draws
 
 
+# widths from far below d_min to above it: every level of the first three ends in stage 1 for
+# nearly all draws, the later ones get past stage 1 (the switch of partial set) and succeed
+_BATCH_CASES = [("k2-g2-e7-0.5", 64, (8, 30, 38, 44, 52)),
+                ("k1-g1-e3-0.5", 96, (10, 24, 30, 36, 48)),
+                ("k2-g2-e7-0.5", 256, (20, 60, 76, 84, 92)),
+                ("k3-g2-e7-0.9", 200, (12, 40, 56, 64, 80))]
+
+
+@pytest.mark.parametrize("name,L,widths", _BATCH_CASES)
+def test_batched_level_equals_one_by_one(name, L, widths):
+    """Batched stage 1 changes no count of a level: first success, stage tallies, rows screened
+    (which also tell the two partial sets apart), for every batch size and seed."""
+    s, A = _target(L, name, seed=L)
+    eng = FastEngine(A, s.eps1, s.eps2, batch=1)
+    seen = set()
+    for d in widths:
+        for seed in (0, 1, 2):
+            one = eng.level(d, 24, seed, (7,))
+            for b in (2, 3, 16):
+                assert eng.level(d, 24, seed, (7,), batch=b) == one, (d, seed, b)
+            assert FastEngine(A, s.eps1, s.eps2).level(d, 24, seed, (7,)) == one   # automatic
+            seen.add("stage1 only" if one.stage1_rejects == one.draws else "past stage 1")
+            seen.add("success" if one.ok else "no success")
+    assert seen == {"stage1 only", "past stage 1", "success", "no success"}
+
+
+@pytest.mark.parametrize("L", [engine_module.BATCH_MAX_L, engine_module.BATCH_MAX_L + 1])
+def test_batching_threshold(L):
+    """Automatic batching up to BATCH_MAX_L, one draw at a time above; the same results on both
+    sides of the threshold, with draws that get past stage 1 (widths near d_min)."""
+    s, A = _target(L, "k2-g2-e7-0.5", seed=3)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    auto = engine_module.BATCH_DRAWS if L <= engine_module.BATCH_MAX_L else 1
+    past = 0
+    for d in (40, 132, 140):
+        one = eng.level(d, 12, 5, (2,), batch=1)
+        assert eng.level(d, 12, 5, (2,)) == one == eng.level(d, 12, 5, (2,), batch=auto)
+        assert eng.level(d, 12, 5, (2,), batch=5) == one
+        past += one.draws - one.stage1_rejects
+    assert past > 0
+
+
+def test_level_rejects_bad_batch():
+    s, A = _target(64, "k2-g2-e7-0.5")
+    for bad, err in [(0, ValueError), (-3, ValueError), (1.5, TypeError), (True, TypeError),
+                     ("4", TypeError)]:
+        with pytest.raises(err, match="batch must"):
+            FastEngine(A, s.eps1, s.eps2, batch=bad)
+        with pytest.raises(err, match="batch must"):
+            FastEngine(A, s.eps1, s.eps2).level(10, 4, 0, (0,), batch=bad)
+
+
 def test_engine_rejects_bad_parameters():
     s, A = _target(64, "k2-g2-e7-0.5")
     with pytest.raises(ValueError, match="partial_fraction must lie in"):
