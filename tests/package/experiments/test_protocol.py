@@ -405,3 +405,17 @@ def test_coarse_scan_finds_the_d_min_of_the_full_scan(setup):
         by_d = {lv[0]: lv for lv in lv_full}
         assert all(by_d[lv[0]] == lv for lv in lv_fast if lv[0] in by_d)
     assert agree == 12
+
+
+def test_shipped_decades_data_match_their_manifest_and_the_profile():
+    """data/decades.csv: checksums, engine, every (setting, L, target) of the paper profile with
+    its d_min strictly inside its ladder, and the recorded wall time and machine."""
+    rows = load_figure("decades", ROOT / "data")
+    man = json.loads((ROOT / "data" / "decades_manifest.json").read_text())
+    assert man["profile"] == "paper" and man["versions"]["engine"] == ENGINE_VERSION
+    for name, digest in man["checksums"]["tasks"].items():
+        assert _sha256_file(ROOT / "data" / "tasks" / "decades" / name) == digest
+    expected = {(t.setup.name, t.L, t.target) for t in make_tasks("decades", "paper")}
+    assert {(r["setup"], r["L"], r["target"]) for r in rows} == expected
+    assert all(r["d_min"] is not None and r["d_below"] < r["d_min"] for r in rows)
+    assert man["wall_seconds_all_runs"] > 0 and man["machine"]["cpus"] >= 1
