@@ -98,6 +98,7 @@ __all__ = [
     "check_success_probability",
     "compare_measured",
     "draw_success_probability",
+    "naive_dmin",
     "offsupport_pass",
     "predict_dmin",
     "predict_setup",
@@ -1047,3 +1048,40 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
     ok = bool(all(abs(zi) <= 3 or abs(f - p) <= 0.05 for zi, f, p in zip(z, meas, pred)))
     return ModelCheck("acceptance probability (c)", vals, ok,
                       "the measured acceptance frequency matches p(d) (|z| <= 3 or within 0.05)")
+
+
+def naive_dmin(A, eps1, eps2, widths, n_draws) -> DminPrediction:
+    """The naive Gaussian estimate, for comparison: support logits exact, off-support errors
+    independent Gaussians of variance ``||b_l||^2 / d``.
+
+    ``p(d) = exp(-sum_l (L - k_l) Phibar(ln(1 + eps1) sqrt(d) / ||b_l||))``: every off-support
+    entry of row ``l`` must stay below its smallest support logit ``Delta`` minus
+    ``ln(1/eps2)``, which leaves the room ``ln(1 + eps1)``. It ignores the fluctuation of the
+    support logits (and criterion (6)) and the common scale of a row; the chapter shows what
+    that costs. Same ladder law (A4) as :func:`predict_dmin`, every width evaluated.
+
+    Parameters
+    ----------
+    A, eps1, eps2, widths, n_draws
+        As in :func:`predict_dmin`.
+
+    Returns
+    -------
+    DminPrediction
+    """
+    t = _as_target(A, eps1, eps2)
+    n_draws = check_int("n_draws", n_draws, low=1)
+    if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+        raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
+    ws = [check_int(f"widths[{i}]", w, low=1, high=t.L) for i, w in enumerate(widths)]
+    if not ws or any(b <= a for a, b in zip(ws, ws[1:])):
+        raise ValueError(f"widths must be non-empty and strictly increasing, got {ws}")
+    kl = (t.bvals > 0).sum(axis=1)
+    room = math.log1p(t.eps1)
+    ps = []
+    for w in ws:
+        lf = np.sum((t.L - kl) * sst.norm.sf(room * math.sqrt(w) / t.row_norm))
+        ps.append(math.exp(-lf))
+    stop, med, mean, q10, q90, cross, beyond = _search_law(np.array(ws), ps, n_draws)
+    return DminPrediction(L=t.L, n_draws=n_draws, widths=ws, p=ps, stop=stop, median=med,
+                          mean=mean, q10=q10, q90=q90, crossing=cross, p_beyond=beyond)
