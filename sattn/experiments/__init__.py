@@ -15,6 +15,8 @@ Modules, in the order in which they may import each other:
 * :mod:`~sattn.experiments.laws`: competing growth laws of d_min, fitted on short and judged on
   long sequences (:ref:`ch-log-law`);
 * :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
+* :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
+  probability of a draw, the ladder search's law) and the numerical checks of its assumptions.
 
 Chapters import every public name from :mod:`sattn` itself.
 """
