@@ -14,9 +14,11 @@ Modules, in the order in which they may import each other:
 * :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
 * :mod:`~sattn.experiments.laws`: competing growth laws of d_min, fitted on short and judged on
   long sequences (:ref:`ch-log-law`);
-* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
+* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``;
 * :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
   probability of a draw, the ladder search's law) and the numerical checks of its assumptions.
 
-Chapters import every public name from :mod:`sattn` itself.
+Chapters import every public name from :mod:`sattn` itself, except those of
+:mod:`~sattn.experiments.prediction`, which only :ref:`ch-log-law` uses and imports as the
+namespace ``pr`` (its dozen names would crowd the flat API).
 """
