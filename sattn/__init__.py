@@ -111,6 +111,18 @@ from .experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
 from .experiments.reference import reference_level
 from .experiments.protocol import fit_log, load_figure, reproduce, run_task
 from .experiments.laws import LAWS, fit_law, judge_laws
+from .experiments.prediction import (  # the book's predictive estimate of d_min (ch 16)
+    check_error_model,
+    check_offsupport_max,
+    check_row_dependence,
+    check_success_probability,
+    compare_measured,
+    draw_success_probability,
+    naive_dmin,
+    predict_dmin,
+    predict_setup,
+    sample_target,
+)
 from .precision import (  # Part III: the constructions in finite precision
     algorithm1_bits_needed,
     algorithm1_precision,
@@ -237,6 +249,16 @@ __all__ = [
     "fit_log",
     "fit_law",
     "judge_laws",
+    "check_error_model",
+    "check_offsupport_max",
+    "check_row_dependence",
+    "check_success_probability",
+    "compare_measured",
+    "draw_success_probability",
+    "naive_dmin",
+    "predict_dmin",
+    "predict_setup",
+    "sample_target",
     "LAWS",
     "load_figure",
     "make_tasks",

@@ -18,7 +18,5 @@ Modules, in the order in which they may import each other:
 * :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
   probability of a draw, the ladder search's law) and the numerical checks of its assumptions.
 
-Chapters import every public name from :mod:`sattn` itself, except those of
-:mod:`~sattn.experiments.prediction`, which only :ref:`ch-log-law` uses and imports as the
-namespace ``pr`` (its dozen names would crowd the flat API).
+Chapters import every public name from :mod:`sattn` itself.
 """

@@ -646,6 +646,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
 def _setup_task(setup, L):
     if not isinstance(setup, str) or setup not in SETUPS:
         raise ExperimentError(f"unknown setup {setup!r}; valid names: {', '.join(SETUPS)}")
+    L = check_int("L", L, low=64, high=32768)
     return make_tasks("fig3", get_profile("paper"), setups=[setup], lengths=[L])[0]
 
 
@@ -761,6 +762,9 @@ def compare_measured(rows, *, tolerance=0.25, n_samples=_DEFAULT_SAMPLES, seed=0
             meas = r["d_min"]
         except KeyError as exc:
             raise ValueError(f"rows[{i}] lacks the key {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"rows[{i}] must hold integer L, n_draws and grid fields "
+                             f"(load_figure('fig3', ...)), got {r!r}: {exc}") from None
         if meas is None or meas == "":
             continue
         meas = int(meas)
@@ -1044,6 +1048,8 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
     ws = [check_int(f"widths[{i}]", w, low=1) for i, w in enumerate(widths)]
     if not ws:
         raise ValueError("widths must contain at least one width")
+    if any(b <= a for a, b in zip(ws, ws[1:])):
+        raise ValueError(f"widths must be strictly increasing, got {ws}")
     t = prepare_target(A, s.eps1, s.eps2)
     eng = FastEngine(A, s.eps1, s.eps2)
     meas, pred, z = [], [], []

@@ -663,6 +663,49 @@ spec("reproduce", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3
 spec("run_task", lambda: dict(task=_task()),
      task=custom("task", ["abc", None, 5, {"a": 1}, _TASK_LIST, sattn.SETUPS["k1-g1-e3-0.9"]]))
 
+# ---- the book's predictive estimate of d_min (chapter 16)
+def _P16():
+    return sattn.sample_sparse(16, 2, 2.0, np.random.default_rng(3))
+
+
+_SETUP1 = custom("setup name", [5, "", "nope", None, ["k1-g1-e3-0.9"], 1 + 2j])
+_WIDTHS = custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, None, [[2]], [2, 2]])
+_B = custom("support logits", ["a", [], [-1.0], [np.nan], [[1.0]], None, 5j, [np.inf]])
+_EXACT = dict(L=integer(low=8, high=8192), d=integer(low=1, high=64), b=_B,
+              n_draws=integer(low=2), rows=integer(low=2), rng=rng())
+_SAMPLES = integer(low=256, high=1 << 22)
+spec("sample_target", lambda: dict(setup="k1-g1-e3-0.9", L=64, root_seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), root_seed=integer(low=0))
+spec("draw_success_probability", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, d=8, n_samples=256,
+                                              seed=0),
+     A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=2, high=14),
+     n_samples=_SAMPLES, seed=integer(low=0))
+spec("predict_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2,
+                                  n_samples=256, seed=0, tail=1e-6, skip=1e-9),
+     A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1),
+     n_samples=_SAMPLES, seed=integer(low=0),
+     tail=real(low=0.0, high=1.0, low_open=True, high_open=True),
+     skip=real(low=0.0, high=1.0, low_open=True, high_open=True))
+spec("predict_setup", lambda: dict(setup="k1-g1-e3-0.9", L=64, n_draws=2, widths=[16, 20, 24],
+                                   root_seed=0, n_samples=256, seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), n_draws=integer(low=1, none_ok=True),
+     widths=custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, [[2]], [2, 2]]), root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
+spec("naive_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2),
+     A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1))
+_ROW = {"setup": "k1-g1-e3-0.9", "L": 64, "n_draws": 7, "grid_start": 4, "grid_stop": 60,
+        "grid_step": 4, "d_min": 16}
+spec("compare_measured", lambda: dict(rows=[dict(_ROW)], tolerance=0.25, n_samples=256, seed=0,
+                                      root_seed=0),
+     rows=custom("rows", [[], "abc", [5], [{}], None, 5, [{**_ROW, "L": "x"}]]),
+     tolerance=real(low=0.0, low_open=True), n_samples=_SAMPLES, seed=integer(low=0),
+     root_seed=integer(low=0))
+for _name in ("check_error_model", "check_offsupport_max", "check_row_dependence"):
+    spec(_name, lambda: dict(L=64, d=16, b=[1.5], n_draws=3, rows=4, rng=_rng()), **_EXACT)
+spec("check_success_probability", lambda: dict(setup="k1-g1-e3-0.9", L=64, widths=[20],
+                                               n_draws=10, root_seed=0, n_samples=256, seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), widths=_WIDTHS, n_draws=integer(low=10),
+     root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
+
 # ---- finite precision: tiny models built once (memorize on two 2 x 3 sequences, Algorithm 1 at L = 8,
 # a two-layer model on 10 samples)
 _A8 = sattn.band_pattern(8, 1)
