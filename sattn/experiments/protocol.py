@@ -490,7 +490,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
     for r in rows:
         for c in ("k", "L", "n_draws", "grid_start", "grid_stop", "grid_step", "levels_tried",
                   "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min",
-                  "target", "budget"):
+                  "target", "budget", "coarse"):
             if c in r:
                 r[c] = int(r[c])
         for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7",
