@@ -81,10 +81,11 @@ class LawFit:
 
     @property
     def formula(self) -> str:
-        """The law with its fitted numbers, e.g. ``"d = 25.1 ln L + -80.3"``."""
+        """The law with its fitted numbers, e.g. ``"d = 25.1 ln L - 80.3"``."""
         if self.law == "power":
             return f"d = {self.params[0]:.3g} L^{self.params[1]:.3f}"
-        return f"d = {self.params[0]:.3g} {LAWS[self.law][0][2:-4]} + {self.params[1]:.3g}"
+        a, b = self.params
+        return f"d = {a:.3g} {LAWS[self.law][0][2:-4]} {'-' if b < 0 else '+'} {abs(b):.3g}"
 
 
 def _check_points(L, d):
