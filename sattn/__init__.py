@@ -60,6 +60,7 @@ from .patterns.construction import (
     logit_target,
     sample_stiefel,
     theorem1_bound,
+    theorem1_crossover,
     theorem1_constants,
 )
 from .patterns.optimize import (
@@ -109,6 +110,19 @@ from .experiments.engine import FastEngine
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
 from .experiments.reference import reference_level
 from .experiments.protocol import fit_log, load_figure, reproduce, run_task
+from .experiments.laws import LAWS, fit_law, judge_laws
+from .experiments.prediction import (  # the book's predictive estimate of d_min (ch 16)
+    check_error_model,
+    check_offsupport_max,
+    check_row_dependence,
+    check_success_probability,
+    compare_measured,
+    draw_success_probability,
+    naive_dmin,
+    predict_dmin,
+    predict_setup,
+    sample_target,
+)
 from .precision import (  # Part III: the constructions in finite precision
     algorithm1_bits_needed,
     algorithm1_precision,
@@ -148,6 +162,7 @@ __all__ = [
     "logit_target",
     "sample_stiefel",
     "theorem1_bound",
+    "theorem1_crossover",
     "theorem1_constants",
     "ApproximationReport",
     "check_approximation",
@@ -232,6 +247,19 @@ __all__ = [
     "SETUPS",
     "ExperimentError",
     "fit_log",
+    "fit_law",
+    "judge_laws",
+    "check_error_model",
+    "check_offsupport_max",
+    "check_row_dependence",
+    "check_success_probability",
+    "compare_measured",
+    "draw_success_probability",
+    "naive_dmin",
+    "predict_dmin",
+    "predict_setup",
+    "sample_target",
+    "LAWS",
     "load_figure",
     "make_tasks",
     "reference_level",

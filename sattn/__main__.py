@@ -1,8 +1,9 @@
 """Command line of :mod:`sattn`.
 
-    python -m sattn reproduce fig3|fig4|fig5 [--setups ...] [--lengths ...] [--jobs N]
+    python -m sattn reproduce fig3|fig4|fig5|decades [--setups ...] [--lengths ...] [--jobs N]
                                              [--scheduler local|tcp://HOST:PORT] [--workers N]
                                              [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
+                                             [--budget N (decades)]
     python -m sattn bench [--quick] [--out benchmarks/results.json]
     python -m sattn setups
 
@@ -28,7 +29,7 @@ from .experiments.store import StoreError
 def _reproduce(args) -> int:
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
                     jobs=args.jobs, out=args.out, progress=not args.no_progress,
-                    scheduler=args.scheduler, workers=args.workers)
+                    scheduler=args.scheduler, workers=args.workers, budget=args.budget)
     if args.figure == "fig5":
         print(f"fig5: wrote maps for {man['setup']['name']} at L = {man['L']} "
               f"in {man['wall_seconds_this_run']:.1f} s")
@@ -63,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sattn", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4 or 5 (resumable)")
-    r.add_argument("figure", help="fig3, fig4 or fig5")
+    r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4, 5 or of the decades "
+                                         "experiment (resumable)")
+    r.add_argument("figure", help="fig3, fig4, fig5 or decades")
     r.add_argument("--setups", nargs="+", default=None, help="setup names (see `setups`)")
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")
@@ -78,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default="quick", help="quick (default), paper or paper-q1")
     r.add_argument("--out", default=None,
                    help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")
+    r.add_argument("--budget", type=int, default=None,
+                   help="decades only: draws per width (default: the profile's, 16 for paper)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_reproduce)
 

@@ -12,7 +12,11 @@ Modules, in the order in which they may import each other:
   against;
 * :mod:`~sattn.experiments.cluster`: running tasks on a Dask cluster (``--scheduler``);
 * :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
-* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``.
+* :mod:`~sattn.experiments.laws`: competing growth laws of d_min, fitted on short and judged on
+  long sequences (:ref:`ch-log-law`);
+* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``;
+* :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
+  probability of a draw, the ladder search's law) and the numerical checks of its assumptions.
 
 Chapters import every public name from :mod:`sattn` itself.
 """

@@ -27,6 +27,7 @@ import contextlib
 import csv
 import math
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import check_bool, as_vector
+from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster
@@ -73,20 +74,39 @@ __all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
 
 
 # ----------------------------------------------------------------------------- one task
-def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key):
+def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key, *, widths=None, coarse=1):
     """Scan the ascending grid; return ``(d_min or None, list of per-level records)``.
 
-    The engine keeps no memory between draws, so the draws made at a width depend only on their
-    seed keys.
+    ``widths`` (an ascending list) replaces the uniform ``grid`` when given (the decades
+    experiment's ladder). With ``coarse = c > 1`` the scan first strides over every ``c``-th
+    width while each of them is *cold* (every draw rejected in stage 1, from its partial numbers
+    alone: far below d_min), then scans every width upwards from the one after the last cold
+    stride, as the plain scan would; a success during the strides is treated like a warm width.
+    Only widths below a cold width are skipped; the levels visited are decided exactly as in the
+    plain scan (the engine keeps no memory between draws, so the draws made at a width depend
+    only on their seed keys).
     """
-    levels = []
-    for d in grid_values(grid):
-        if d > engine.L:
-            break
-        r = engine.level(d, n_draws, root_seed, key)
-        levels.append([r.d, r.draws, int(r.ok), r.stage1_rejects, r.screen_rejects,
-                       r.confirmations])
-        if r.ok:
+    ws = [d for d in (grid_values(grid) if widths is None else widths) if d <= engine.L]
+    coarse = check_int("coarse", coarse, low=1)
+    levels, seen = [], {}
+
+    def visit(d):
+        if d not in seen:
+            r = engine.level(d, n_draws, root_seed, key)
+            seen[d] = r
+            levels.append([r.d, r.draws, int(r.ok), r.stage1_rejects, r.screen_rejects,
+                           r.confirmations])
+        return seen[d]
+
+    start = 0
+    if coarse > 1:
+        for j in range(0, len(ws), coarse):
+            r = visit(ws[j])
+            if r.ok or r.stage1_rejects < r.draws:      # warm: scan every width from here
+                break
+            start = j + 1
+    for d in ws[start:]:
+        if visit(d).ok:
             return d, levels
     return None, levels
 
@@ -102,7 +122,14 @@ def run_task(task: Task) -> dict:
                           as_csr=True)
         eng = FastEngine(A, s.eps1, s.eps2)
         nnz = int(A.nnz)
-        dmin, levels = dmin_search(eng, task.grid, task.n_draws, task.root_seed, task.draw_key())
+        dmin, levels = dmin_search(eng, task.grid, task.n_draws, task.root_seed, task.draw_key(),
+                                   widths=task.widths() if task.ladder else None,
+                                   coarse=task.coarse)
+    if task.ladder and dmin == task.widths()[0]:
+        raise ExperimentError(
+            f"{task.task_id}: the first width of the ladder, d = {dmin}, already succeeded, so "
+            f"d_min may lie below the grid; lower the profile's start for {s.name} (it must "
+            "start below d_min)")
     return {
         "params": task.params(),
         "result": {
@@ -160,18 +187,40 @@ def _csv_rows(tasks, payloads):
     return rows
 
 
+DECADES_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "target", "budget",
+                   "ladder", "coarse", "grid_start", "d_min", "d_below", "draws_at_d_min", "levels_tried",
+                   "total_draws", "bound"]
+
+
+def _decades_rows(tasks, payloads):
+    rows = []
+    for t in tasks:
+        res = payloads[t.task_id]["result"]
+        dmin, lv = res["d_min"], res["levels"]
+        ws = t.widths()
+        below = ws[ws.index(dmin) - 1] if dmin is not None and ws.index(dmin) else ""
+        rows.append([t.figure, t.setup.name, t.setup.k, f"{t.setup.gamma:g}", f"{t.setup.eps1:g}",
+                     f"{t.setup.eps2:g}", t.L, t.target, t.budget, f"{t.ladder:g}", t.coarse,
+                     t.grid[0], "" if dmin is None else dmin, below,
+                     lv[-1][1] if lv else 0, len(lv), res["total_draws"], res["bound"]])
+    return rows
+
+
 def _progress(total, desc, enabled):
     return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
 
 
 def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out=None,
-              progress=True, scheduler=None, workers=None) -> dict:
+              progress=True, scheduler=None, workers=None, budget=None) -> dict:
     """Compute (or resume) the data of one figure and write ``<out>/<figure>.csv`` + manifest.
 
     Parameters
     ----------
-    figure : {"fig3", "fig4", "fig5"}
-    profile : {"quick", "paper"}
+    figure : {"fig3", "fig4", "fig5", "decades"}
+    profile : {"quick", "paper", "paper-q1"}
+        ``"decades"`` (three decades of L, :ref:`ch-log-law`) exists in "paper" and "quick".
+    budget : int, optional
+        Decades only: draws per width (default: the profile's, 16 for "paper").
     setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
@@ -228,7 +277,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
                 f"scheduler={scheduler!r}")
         with OutputLock(out):
             return _reproduce_fig5(prof, out)
-    tasks = make_tasks(figure, prof, setups=setups, lengths=lengths)
+    tasks = make_tasks(figure, prof, setups=setups, lengths=lengths, budget=budget)
     with OutputLock(out) as lock:
         return _reproduce_tasks(figure, prof, tasks, out, lock, jobs=jobs, progress=progress,
                                 scheduler=scheduler, workers=workers)
@@ -247,7 +296,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
     reused = [t.task_id for t in tasks if t.task_id in payloads]
     todo = [t for t in tasks if t.task_id not in payloads]
     # Longest tasks first (large L, many draws) for a better parallel schedule.
-    todo.sort(key=lambda t: -t.L * t.Q * t.grid[0])
+    todo.sort(key=lambda t: -t.L * (t.budget / t.L if t.budget else t.Q) * t.grid[0])
     t0 = time.perf_counter()
     computed = []
     cluster_workers = None
@@ -277,24 +326,54 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
     finally:
         bar.close()
     wall = time.perf_counter() - t0
-    rows = _csv_rows(tasks, payloads)
-    csv_bytes = _write_csv(out / f"{figure}.csv", FIG34_COLUMNS, rows)
+    if figure == "decades":
+        csv_bytes = _write_csv(out / f"{figure}.csv", DECADES_COLUMNS,
+                               _decades_rows(tasks, payloads))
+        what = {
+            "description": prof.decades["description"],
+            "protocol": ("per (setup, L): independent targets A from sattn.sample_sparse; widths "
+                         "on a ladder d_{j+1} = d_j + max(1, floor(ladder d_j)); at each width up "
+                         "to `budget` Stiefel draws (fast engine, stops at the first success); "
+                         "strides of `coarse` widths while every draw of the width is rejected "
+                         "in stage 1 (cold, far below d_min), then every width upwards from the "
+                         "one after the last cold stride; d_min = the first success, d_below = "
+                         "the ladder's width before it (visited, failed); a success at the first "
+                         "width is an error (the ladder must start below d_min)"),
+            "budget": sorted({t.budget for t in tasks}),
+            "targets": prof.decades["targets"],
+            "ladder": prof.decades["ladder"],
+            "coarse": prof.decades["coarse"],
+            "grid_starts": {f"{t.setup.name}_L{t.L}": t.grid[0] for t in tasks},
+            "key_scheme": ("target t of (setup, L): key = (setup_key, L, 2, t); draw i at width "
+                           "d: key = (setup_key, L, 3, t, d, i)"),
+        }
+    else:
+        csv_bytes = _write_csv(out / f"{figure}.csv", FIG34_COLUMNS, _csv_rows(tasks, payloads))
+        what = {
+            "description": prof.description,
+            "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
+                         "grid; at each d up to ceil(Q L) Stiefel draws (fast engine, stops at "
+                         "the first success); d_min = first d with a success (empty if none in "
+                         "the grid)"),
+            "grids": {t.setup.name: list(t.grid) for t in tasks},
+            "Q": sorted({t.Q for t in tasks}),
+            "key_scheme": ("target A: key = (setup_key, L, 0); draw i at width d: key = "
+                           "(setup_key, L, 1, d, i)"),
+        }
     manifest = {
         "figure": figure,
         "profile": prof.name,
-        "description": prof.description,
-        "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
-                     "grid; at each d up to ceil(Q L) Stiefel draws (fast engine, stops at the "
-                     "first success); d_min = first d with a success (empty if none in the grid)"),
+        "description": what.pop("description"),
+        "protocol": what.pop("protocol"),
         "setups": {t.setup.name: t.setup.params() for t in tasks},
-        "grids": {t.setup.name: list(t.grid) for t in tasks},
+        **{k: v for k, v in what.items() if k != "key_scheme"},
         "lengths": sorted({t.L for t in tasks}),
-        "Q": sorted({t.Q for t in tasks}),
         "seeds": {"root_seed": ROOT_SEED,
-                  "scheme": ("numpy SeedSequence(root_seed, spawn_key=key); target A: key = "
-                             "(setup_key, L, 0); draw i at width d: key = (setup_key, L, 1, d, i); "
-                             "setup_key = first 4 bytes of sha256('k=..;gamma=..;eps1=..;eps2=..')"),
+                  "scheme": ("numpy SeedSequence(root_seed, spawn_key=key); " + what["key_scheme"]
+                             + "; setup_key = first 4 bytes of "
+                               "sha256('k=..;gamma=..;eps1=..;eps2=..')"),
                   "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
+        "machine": _machine(),
         "versions": _versions(),
         "jobs": jobs if scheduler is None else None,
         "scheduler": scheduler,
@@ -314,6 +393,12 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
         },
     }
     return write_manifest(out / f"{figure}_manifest.json", manifest)
+
+
+def _machine() -> dict:
+    """Where a run ran: platform, processor and core count (for the manifest)."""
+    return {"platform": platform.platform(), "processor": platform.processor() or
+            platform.machine(), "cpus": os.cpu_count()}
 
 
 # ----------------------------------------------------------------------------- Figure 5
@@ -404,14 +489,17 @@ def load_figure(figure, data_dir="data", *, verify=True):
         rows = list(csv.DictReader(f))
     for r in rows:
         for c in ("k", "L", "n_draws", "grid_start", "grid_stop", "grid_step", "levels_tried",
-                  "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min"):
+                  "total_draws", "bound", "d", "draws", "widths_tried", "draws_at_d_min",
+                  "target", "budget", "coarse"):
             if c in r:
                 r[c] = int(r[c])
-        for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7"):
+        for c in ("gamma", "eps1", "eps2", "Q", "ratio_spread", "log_gap7", "margin6", "margin7",
+                  "ladder"):
             if c in r:
                 r[c] = float(r[c])
-        if "d_min" in r:
-            r["d_min"] = int(r["d_min"]) if r["d_min"] != "" else None
+        for c in ("d_min", "d_below"):
+            if c in r:
+                r[c] = int(r[c]) if r[c] != "" else None
     if figure == "fig5":
         npz = data_dir / "fig5_maps.npz"
         if verify and _sha256_file(npz) != sums["npz"]:

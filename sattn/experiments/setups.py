@@ -24,6 +24,7 @@ import numpy as np
 from .engine import ENGINE_VERSION
 
 __all__ = [
+    "BUDGET_RANGE",
     "FIGURES",
     "L_RANGE",
     "PROFILES",
@@ -35,10 +36,13 @@ __all__ = [
     "Task",
     "get_profile",
     "grid_values",
+    "ladder_values",
     "make_tasks",
 ]
 
-FIGURES = ("fig3", "fig4", "fig5")
+FIGURES = ("fig3", "fig4", "fig5", "decades")
+#: Supported fixed draw budgets per width of the decades experiment (inclusive).
+BUDGET_RANGE = (1, 100_000)
 #: Supported sequence lengths of the experiments (inclusive).
 L_RANGE = (64, 32768)
 ROOT_SEED = 20210607  # arXiv v1 date of the paper; the one root of every random number here
@@ -106,6 +110,7 @@ class Profile:
     fig5: dict
     description: str
     out: str = "data/quick"  # default output folder of ``reproduce`` for this profile
+    decades: dict | None = None  # the decades experiment of this profile (see DECADES_PAPER)
 
     def grid(self, setup: str) -> tuple:
         return self.grids[setup]
@@ -115,6 +120,31 @@ def grid_values(grid) -> list[int]:
     """The widths of an inclusive grid ``(start, stop, step)``."""
     start, stop, step = grid
     return list(range(start, stop + 1, step))
+
+
+def ladder_values(start, stop, rel) -> list[int]:
+    """The widths of a ladder: ``d_0 = start``, ``d_{j+1} = d_j + max(1, floor(rel d_j))`` while
+    ``d_j <= stop``.
+
+    Steps of about ``rel`` of the width (one where that is less than one), so that the rounding
+    of d_min to the ladder is about the same fraction of d_min at every L.
+
+    Raises
+    ------
+    ExperimentError
+        ``start < 1``, ``stop < start`` or ``rel`` outside ``(0, 0.5]``.
+    """
+    if isinstance(start, bool) or not isinstance(start, numbers.Integral) or start < 1:
+        raise ExperimentError(f"ladder start must be an integer >= 1, got {start!r}")
+    if isinstance(stop, bool) or not isinstance(stop, numbers.Integral) or stop < start:
+        raise ExperimentError(f"ladder stop must be an integer >= start = {start}, got {stop!r}")
+    if isinstance(rel, bool) or not isinstance(rel, numbers.Real) or not 0 < rel <= 0.5:
+        raise ExperimentError(f"ladder step rel must be a number in (0, 0.5], got {rel!r}")
+    out, d = [], int(start)
+    while d <= stop:
+        out.append(d)
+        d += max(1, math.floor(rel * d))
+    return out
 
 
 #: d grids of the paper profile: start about 0.65 x a pilot estimate of d_min at L = 512 (levels
@@ -150,6 +180,41 @@ _QUICK_GRIDS = {
     "k4-g2-e7-0.9": (40, 128, 4),
 }
 
+#: The decades experiment of the paper profile (:ref:`ch-log-law`): six of the twelve setups
+#: (k = 1..4, both gamma), ten lengths 64..32768, three independent targets per (setup, L), a
+#: fixed budget of 16 draws per width (independent of L, so that a growing budget does not itself
+#: lower d_min at large L, as ceil(Q L) does), widths on a 2% ladder from ``starts`` (L >= 512;
+#: the paper grids' starts, about 0.65 x d_min at L = 512 with a larger budget) or from 2
+#: (L < 512), scanned every 4th width first (see :func:`~sattn.experiments.protocol.dmin_search`).
+DECADES_PAPER = {
+    "setups": ("k1-g1-e3-0.9", "k2-g1-e7-0.5", "k2-g2-e7-0.5", "k3-g1-e7-0.9", "k4-g1-e7-0.9",
+               "k4-g2-e7-0.9"),
+    "lengths": tuple(2 ** p for p in range(6, 16)),
+    "targets": 3,
+    "budget": 16,
+    "ladder": 0.02,
+    "coarse": 4,
+    "starts": {name: g[0] for name, g in _PAPER_GRIDS.items()},
+    "small_start": 2,
+    "small_below": 512,
+    "description": ("Three decades of L: six of the twelve setups, L = 64, 128, ..., 32768, three "
+                    "independent targets per (setup, L), a fixed budget of 16 draws per width, "
+                    "widths on a 2% ladder scanned every 4th width first."),
+}
+
+_DECADES_QUICK = {
+    "setups": ("k1-g1-e3-0.9", "k2-g2-e7-0.5"),
+    "lengths": (64, 128, 256),
+    "targets": 2,
+    "budget": 8,
+    "ladder": 0.05,
+    "coarse": 3,
+    "starts": {name: g[0] for name, g in _QUICK_GRIDS.items()},
+    "small_start": 2,
+    "small_below": 128,
+    "description": "A small decades run for tests: two setups, L = 64..256, two targets, 8 draws.",
+}
+
 PROFILES: dict[str, Profile] = {
     "paper": Profile(
         name="paper",
@@ -165,6 +230,7 @@ PROFILES: dict[str, Profile] = {
                      "reduced from the paper's Q = 1 to fit two shared CPU cores; Figure 4 "
                      "measures the effect of Q from 0.1 to 5 on two setups, L = 512..1536)."),
         out="data",
+        decades=DECADES_PAPER,
     ),
     "paper-q1": Profile(
         name="paper-q1",
@@ -191,6 +257,7 @@ PROFILES: dict[str, Profile] = {
         fig4_lengths=(128, 256),
         fig5={"setup": "k2-g2-e7-0.5", "L": 64, "d_grid": (4, 64, 4)},
         description="A small run for tests and a first look (minutes on 2 cores); not the paper's L.",
+        decades=_DECADES_QUICK,
     ),
 }
 
@@ -198,7 +265,14 @@ PROFILES: dict[str, Profile] = {
 # ----------------------------------------------------------------------------- tasks
 @dataclass(frozen=True)
 class Task:
-    """One (figure, setup, L, Q) measurement of d_min."""
+    """One measurement of d_min: (figure, setup, L, Q) for Figures 3-4, (setup, L, target,
+    budget) for the decades experiment.
+
+    ``budget`` (decades only, else 0) is a fixed number of draws per width in place of
+    ``ceil(Q L)``; ``target`` numbers the independent targets of one (setup, L); ``ladder`` (else
+    0) says that the widths are :func:`ladder_values` ``(grid[0], grid[1], ladder)`` instead of
+    the uniform grid.
+    """
 
     figure: str
     setup: Setup
@@ -206,32 +280,58 @@ class Task:
     Q: float
     grid: tuple
     root_seed: int = ROOT_SEED
+    target: int = 0
+    budget: int = 0
+    ladder: float = 0.0
+    coarse: int = 1
 
     @property
     def task_id(self) -> str:
+        if self.budget:
+            return f"{self.figure}_{self.setup.name}_L{self.L}_t{self.target}_B{self.budget}"
         return f"{self.figure}_{self.setup.name}_L{self.L}_Q{self.Q:g}"
 
     @property
     def n_draws(self) -> int:
+        if self.budget:
+            return self.budget
         return max(1, math.ceil(self.Q * self.L))
 
+    def widths(self) -> list[int]:
+        """The widths this task scans, in order (at most ``L``)."""
+        start, stop, step = self.grid
+        stop = min(stop, self.L)
+        if self.ladder:
+            return ladder_values(start, stop, self.ladder)
+        return grid_values((start, stop, step))
+
     def target_key(self) -> tuple:
-        """Seed key of the target A: the setup's parameters and L (shared by Figures 3 and 4)."""
+        """Seed key of the target A: the setup's parameters and L (shared by Figures 3 and 4);
+        ``(setup_key, L, 2, target)`` for the decades experiment."""
+        if self.budget:
+            return (self.setup.key(), self.L, 2, self.target)
         return (self.setup.key(), self.L, 0)
 
     def draw_key(self) -> tuple:
         """Prefix of the draws' seed keys; draw i at width d uses ``draw_key() + (d, i)``.
 
         It does not contain Q or the figure: the first ``ceil(Q L)`` draws at each width are the
-        same for every Q, so d_min is pathwise non-increasing in Q (Figure 4).
+        same for every Q, so d_min is pathwise non-increasing in Q (Figure 4). The decades
+        experiment's draws use ``(setup_key, L, 3, target)``: independent of Figures 3-4.
         """
+        if self.budget:
+            return (self.setup.key(), self.L, 3, self.target)
         return (self.setup.key(), self.L, 1)
 
     def params(self) -> dict:
-        return {"figure": self.figure, "setup": self.setup.name, **self.setup.params(),
-                "L": self.L, "Q": self.Q, "n_draws": self.n_draws, "grid": list(self.grid),
-                "root_seed": self.root_seed, "target_key": list(self.target_key()),
-                "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
+        p = {"figure": self.figure, "setup": self.setup.name, **self.setup.params(),
+             "L": self.L, "Q": self.Q, "n_draws": self.n_draws, "grid": list(self.grid),
+             "root_seed": self.root_seed, "target_key": list(self.target_key()),
+             "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
+        if self.budget:
+            p.update(target=self.target, budget=self.budget, ladder=self.ladder,
+                     coarse=self.coarse)
+        return p
 
 
 def _parse_setups(setups) -> list[Setup]:
@@ -291,27 +391,45 @@ def _check_grid(name, grid, lengths):
     return (start, stop, step)
 
 
-def make_tasks(figure, profile="quick", *, setups=None, lengths=None) -> list[Task]:
+def _check_budget(budget) -> int:
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Integral):
+        raise ExperimentError(f"budget must be an integer number of draws per width, got "
+                              f"{budget!r}")
+    if not BUDGET_RANGE[0] <= budget <= BUDGET_RANGE[1]:
+        raise ExperimentError(f"budget = {budget} draws per width is outside the supported range "
+                              f"[{BUDGET_RANGE[0]}, {BUDGET_RANGE[1]}]")
+    return int(budget)
+
+
+def make_tasks(figure, profile="quick", *, setups=None, lengths=None, budget=None) -> list[Task]:
     """The tasks of one figure under a profile, optionally restricted.
 
     Parameters
     ----------
-    figure : {"fig3", "fig4"}
+    figure : {"fig3", "fig4", "decades"}
     profile : str or Profile
     setups : list of str, optional
-        Setup names (default: all twelve for Figure 3, the profile's two for Figure 4).
+        Setup names (default: all twelve for Figure 3, the profile's for Figure 4 and decades).
     lengths : list of int, optional
         Strictly increasing lengths within :data:`L_RANGE` (default: the profile's).
+    budget : int, optional
+        Decades only: draws per width, within :data:`BUDGET_RANGE` (default: the profile's).
 
     Raises
     ------
     ExperimentError
-        Unknown figure, profile or setup; empty or non-increasing lengths; L out of range.
+        Unknown figure, profile or setup; empty or non-increasing lengths; L or budget out of
+        range; a budget for Figures 3-4 (they use ``ceil(Q L)``); a profile without decades.
     """
     prof = get_profile(profile)
-    if figure not in ("fig3", "fig4"):
-        raise ExperimentError(f"figure must be one of {FIGURES} (tasks exist for fig3, fig4), "
-                              f"got {figure!r}")
+    if figure not in ("fig3", "fig4", "decades"):
+        raise ExperimentError(f"figure must be one of {FIGURES} (tasks exist for fig3, fig4, "
+                              f"decades), got {figure!r}")
+    if budget is not None and figure != "decades":
+        raise ExperimentError(f"budget applies to the decades experiment only ({figure} uses "
+                              f"ceil(Q L) draws per width), got budget={budget!r}")
+    if figure == "decades":
+        return _decades_tasks(prof, setups, lengths, budget)
     if figure == "fig3":
         chosen = _parse_setups(setups)
         Ls = _check_lengths(prof.lengths if lengths is None else lengths)
@@ -326,6 +444,26 @@ def make_tasks(figure, profile="quick", *, setups=None, lengths=None) -> list[Ta
         for Q in Qs:
             for L in Ls:
                 tasks.append(Task(figure, s, L, float(Q), grid))
+    return tasks
+
+
+def _decades_tasks(prof: Profile, setups, lengths, budget) -> list[Task]:
+    cfg = prof.decades
+    if cfg is None:
+        raise ExperimentError(f"profile {prof.name!r} has no decades experiment; use one of "
+                              + ", ".join(n for n, p in PROFILES.items() if p.decades))
+    chosen = _parse_setups(cfg["setups"] if setups is None else setups)
+    Ls = _check_lengths(cfg["lengths"] if lengths is None else lengths)
+    budget = _check_budget(cfg["budget"] if budget is None else budget)
+    tasks = []
+    for s in chosen:
+        for L in Ls:
+            start = cfg["small_start"] if L < cfg["small_below"] else cfg["starts"][s.name]
+            # widths above 1500 are never needed here and would exceed float32 screening
+            grid = _check_grid(s.name, (start, min(L, 1500), 1), (L,))
+            for t in range(cfg["targets"]):
+                tasks.append(Task("decades", s, L, 0.0, grid, target=t, budget=budget,
+                                  ladder=cfg["ladder"], coarse=cfg["coarse"]))
     return tasks
 
 

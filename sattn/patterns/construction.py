@@ -48,6 +48,7 @@ __all__ = [
     "sample_stiefel",
     "theorem1_bound",
     "theorem1_constants",
+    "theorem1_crossover",
 ]
 
 METHODS = ("svd", "direct")
@@ -541,3 +542,51 @@ def theorem1_bound(L, k, gamma, eps1, eps2) -> int:
     own explicit version (:prf:ref:`con-thm-1prime`, constants derived in :ref:`ch-why-it-works`).
     """
     return theorem1_constants(L, k, gamma, eps1, eps2).d
+
+
+def theorem1_crossover(k, gamma, eps1, eps2) -> int:
+    """The smallest length ``L`` at which the bound of Theorem 1' drops below ``L``.
+
+    :func:`theorem1_bound` grows like ``ln L``, so ``L - bound(L)`` is increasing once ``L``
+    exceeds the bound's slope; below the returned length the theorem promises no width smaller
+    than the sequence itself (and the construction needs ``d <= L``).
+
+    Parameters
+    ----------
+    k : int
+        ``k >= 1``.
+    gamma : float
+        ``gamma >= 1``.
+    eps1, eps2 : float
+        ``eps1 > 0``, ``0 < eps2 < 1``.
+
+    Returns
+    -------
+    int
+        The smallest ``L >= k`` with ``theorem1_bound(L, k, gamma, eps1, eps2) < L``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a parameter is out of the range stated above (the message names it).
+
+    References
+    ----------
+    :prf:ref:`con-thm-1prime` (the book's explicit version of Theorem 1); :ref:`ch-log-law`.
+    """
+    k = check_int("k", k, low=1)
+    theorem1_bound(k, k, gamma, eps1, eps2)          # validates gamma, eps1, eps2
+
+    def below(L):
+        return theorem1_bound(L, k, gamma, eps1, eps2) < L
+
+    hi = k
+    while not below(hi):
+        hi *= 2
+    lo = max(k, hi // 2)                              # below(lo) is false unless lo == k
+    if below(lo):
+        return lo
+    while hi - lo > 1:                                # below(lo) false, below(hi) true
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if below(mid) else (mid, hi)
+    return hi

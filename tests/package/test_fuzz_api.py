@@ -93,6 +93,7 @@ EXCLUDED = {
     # constants: not callable
     "PROFILES": "dict constant (profiles of the experiments), not callable",
     "SETUPS": "dict constant (setups of Figure 3), not callable",
+    "LAWS": "dict constant (the competing growth laws of d_min), not callable",
     # finite precision (sattn.precision)
     "PrecisionReport": "result class returned by the *_precision checks",
     "FormatOverflow": "exception class raised by round_model (a weight that does not fit a format)",
@@ -494,6 +495,8 @@ spec("sample_stiefel", lambda: dict(L=4, d=2, rng=_rng()), L=integer(low=1), d=i
 _T1 = dict(L=integer(low=1), k=integer(low=1, high=8), gamma=real(low=1.0), **_EPS)
 spec("theorem1_bound", lambda: dict(L=8, k=2, gamma=2.0, eps1=1.0, eps2=0.5), **_T1)
 spec("theorem1_constants", lambda: dict(L=8, k=2, gamma=2.0, eps1=1.0, eps2=0.5), **_T1)
+spec("theorem1_crossover", lambda: dict(k=2, gamma=2.0, eps1=1.0, eps2=0.5),
+     **{n: v for n, v in _T1.items() if n not in ("L", "k")}, k=integer(low=1))
 
 # ---- criteria
 spec("check_approximation", lambda: dict(G=_G4(), A=_A4(), eps1=1.0, eps2=0.5, causal=False,
@@ -623,6 +626,15 @@ spec("FastEngine", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, partial_fraction=0.
 spec("draw_generator", lambda: dict(root_seed=1, key=(0, 1)),
      root_seed=integer(low=0), key=custom("seed key", ["abc", None, 5, 1.5, {"a": 1}, (-1,), (0.5, 1),
                                                          ("a",), (None,), (True,)]))
+_LAW_L = np.repeat([64.0, 128.0, 256.0, 8192.0], 2)
+_LAW_D = np.sqrt(_LAW_L) * np.tile([0.99, 1.01], 4)
+spec("fit_law", lambda: dict(law="log", L=_LAW_L, d=_LAW_D),
+     law=choice(("log", "power", "log2", "sqrt")), L=vector(sized=False), d=vector(sized=False))
+spec("judge_laws", lambda: dict(L=_LAW_L, d=_LAW_D, fit_max=256, predict_min=8192,
+                                rounding=None, z_max=3.0, aic_margin=4.0),
+     L=vector(sized=False), d=vector(sized=False), fit_max=integer(low=1),
+     predict_min=integer(low=2), rounding=vector(none_ok=True, like=np.zeros(8)),
+     z_max=real(low=0.0, low_open=True), aic_margin=real(low=0.0))
 spec("fit_log", lambda: dict(L=np.array([64.0, 128.0, 256.0]), d=np.array([3.0, 4.0, 5.0])),
      L=vector(extra=[np.array([64.0, -128.0, 256.0]), np.array([0.0, 128.0, 256.0])]), d=vector())
 spec("load_figure", lambda: dict(figure="fig3", data_dir=os.path.join(ROOT, "data"), verify=True),
@@ -630,8 +642,10 @@ spec("load_figure", lambda: dict(figure="fig3", data_dir=os.path.join(ROOT, "dat
 _LENGTHS = custom("lengths", ["abc", 5, {"a": 1}, [], [10], [64.5], ["x"], [128, 64], [10**12], [None], [True]])
 _SETUPS = custom("setup names", [5, {"a": 1}, [], "", ["nope"], [5], ["k1-g1-e3-0.9", "k1-g1-e3-0.9"], 1 + 2j])
 _PROFILE = custom("profile", ["foo", "", None, 5, {"a": 1}, ["quick"], 1 + 2j])
-spec("make_tasks", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3-0.9"], lengths=[64]),
-     figure=choice(("fig3", "fig4")), profile=_PROFILE, setups=_SETUPS, lengths=_LENGTHS)
+spec("make_tasks", lambda: dict(figure="decades", profile="quick", setups=["k1-g1-e3-0.9"],
+                                lengths=[64], budget=8),
+     figure=choice(("fig3", "fig4", "decades")), profile=_PROFILE, setups=_SETUPS,
+     lengths=_LENGTHS, budget=integer("budget", low=1, high=100_000, none_ok=True))
 spec("reference_level", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, d=4, n_draws=1, rng=_rng(),
                                      method="svd", factors=None),
      A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=1, high=4), n_draws=integer(low=1),
@@ -644,9 +658,53 @@ spec("reproduce", lambda: dict(figure="fig3", profile="quick", setups=["k1-g1-e3
      jobs=custom("jobs", ["abc", None, 0, -2, 1.5, True, {"a": 1}, 1 + 2j, math.nan]),
      out=path(none_ok=True), progress=boolean(),
      scheduler=custom("scheduler", [5, {"a": 1}, "", "nowhere", b"tcp://x", 1.5, True]),
-     workers=custom("workers", ["abc", 0, -1, 1.5, True, {"a": 1}]))
+     workers=custom("workers", ["abc", 0, -1, 1.5, True, {"a": 1}]),
+     budget=custom("budget", ["abc", 0, 8, 1.5, True, {"a": 1}]))
 spec("run_task", lambda: dict(task=_task()),
      task=custom("task", ["abc", None, 5, {"a": 1}, _TASK_LIST, sattn.SETUPS["k1-g1-e3-0.9"]]))
+
+# ---- the book's predictive estimate of d_min (chapter 16)
+def _P16():
+    return sattn.sample_sparse(16, 2, 2.0, np.random.default_rng(3))
+
+
+_SETUP1 = custom("setup name", [5, "", "nope", None, ["k1-g1-e3-0.9"], 1 + 2j])
+_WIDTHS = custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, None, [[2]], [2, 2]])
+_B = custom("support logits", ["a", [], [-1.0], [np.nan], [[1.0]], None, 5j, [np.inf]])
+_EXACT = dict(L=integer(low=8, high=8192), d=integer(low=1, high=64), b=_B,
+              n_draws=integer(low=2), rows=integer(low=2), rng=rng())
+_SAMPLES = integer(low=256, high=1 << 22)
+spec("sample_target", lambda: dict(setup="k1-g1-e3-0.9", L=64, root_seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), root_seed=integer(low=0))
+spec("draw_success_probability", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, d=8, n_samples=256,
+                                              seed=0),
+     A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=2, high=14),
+     n_samples=_SAMPLES, seed=integer(low=0))
+spec("predict_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2,
+                                  n_samples=256, seed=0, tail=1e-6, skip=1e-9),
+     A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1),
+     n_samples=_SAMPLES, seed=integer(low=0),
+     tail=real(low=0.0, high=1.0, low_open=True, high_open=True),
+     skip=real(low=0.0, high=1.0, low_open=True, high_open=True))
+spec("predict_setup", lambda: dict(setup="k1-g1-e3-0.9", L=64, n_draws=2, widths=[16, 20, 24],
+                                   root_seed=0, n_samples=256, seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), n_draws=integer(low=1, none_ok=True),
+     widths=custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, [[2]], [2, 2]]), root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
+spec("naive_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2),
+     A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1))
+_ROW = {"setup": "k1-g1-e3-0.9", "L": 64, "n_draws": 7, "grid_start": 4, "grid_stop": 60,
+        "grid_step": 4, "d_min": 16}
+spec("compare_measured", lambda: dict(rows=[dict(_ROW)], tolerance=0.25, n_samples=256, seed=0,
+                                      root_seed=0),
+     rows=custom("rows", [[], "abc", [5], [{}], None, 5, [{**_ROW, "L": "x"}]]),
+     tolerance=real(low=0.0, low_open=True), n_samples=_SAMPLES, seed=integer(low=0),
+     root_seed=integer(low=0))
+for _name in ("check_error_model", "check_offsupport_max", "check_row_dependence"):
+    spec(_name, lambda: dict(L=64, d=16, b=[1.5], n_draws=3, rows=4, rng=_rng()), **_EXACT)
+spec("check_success_probability", lambda: dict(setup="k1-g1-e3-0.9", L=64, widths=[20],
+                                               n_draws=10, root_seed=0, n_samples=256, seed=0),
+     setup=_SETUP1, L=integer(low=64, high=32768), widths=_WIDTHS, n_draws=integer(low=10),
+     root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
 
 # ---- finite precision: tiny models built once (memorize on two 2 x 3 sequences, Algorithm 1 at L = 8,
 # a two-layer model on 10 samples)

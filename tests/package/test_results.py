@@ -10,6 +10,7 @@ import pytest
 
 import sattn
 from sattn import Result
+from sattn.experiments import prediction
 
 
 class _Report:
@@ -55,7 +56,8 @@ RESULT_CLASSES = {
     "ApproximationReport", "Approximation", "OptimizedLogits", "WidthSearch", "PatternReport",
     "SeparationReport", "ContextualReport", "HardmaxReport", "ProjectionReport",
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
-    "PrecisionReport",
+    "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
+    "Comparison", "LawJudgement",
 }
 
 
@@ -104,6 +106,17 @@ def _instances():
         eng.draw(40, sattn.draw_generator(0, (0,))),
         eng.level(40, 5, 0, (1,)),
         sattn.algorithm1_precision(appr, A, "float32"),
+        prediction.row_pass_probability([1.5], 64, 16, 3.0, 0.9, n_samples=256),
+        prediction.draw_success_probability(eng.target, 7.0, 0.5, 40, n_samples=256),
+        prediction.predict_dmin(eng.target, 7.0, 0.5, [8, 16, 24, 32, 40], 3, n_samples=256),
+        prediction.predict_dmin(eng.target, 7.0, 0.5, [8], 1, n_samples=256),
+        prediction.check_row_dependence(64, 16, [1.5], n_draws=3, rows=4, rng=rng),
+        prediction.compare_measured([{"setup": "k1-g1-e3-0.9", "L": 64, "n_draws": 7,
+                                      "grid_start": 4, "grid_stop": 60, "grid_step": 4,
+                                      "d_min": 16}], n_samples=256),
+        sattn.judge_laws(np.repeat([64.0, 128.0, 256.0, 8192.0], 2),
+                         np.repeat([10.0, 12.0, 14.0, 26.0], 2) * np.tile([0.98, 1.02], 4),
+                         fit_max=256),
     ]
 
 

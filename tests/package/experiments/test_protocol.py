@@ -293,3 +293,129 @@ def test_shipped_q1_data_matches_its_manifest_and_never_raises_d_min():
     assert {(r["setup"], r["L"]) for r in rows} >= {(s, L) for s in SETUPS for L in (512, 1024, 2048, 3072)}
     low = {(r["setup"], r["L"]): r["d_min"] for r in load_figure("fig3", ROOT / "data")}
     assert all(r["d_min"] is not None and r["d_min"] <= low[(r["setup"], r["L"])] for r in rows)
+
+
+# ----------------------------------------------------------------------------- decades
+DEC = dict(profile="quick", lengths=[64, 128])
+
+
+def test_decades_tasks_follow_the_profile():
+    cfg = PROFILES["paper"].decades
+    tasks = make_tasks("decades", "paper")
+    assert len(tasks) == len(cfg["setups"]) * len(cfg["lengths"]) * cfg["targets"] == 180
+    assert cfg["lengths"] == tuple(64 * 2 ** i for i in range(10))
+    ks = {SETUPS[s].k for s in cfg["setups"]}
+    gammas = {SETUPS[s].gamma for s in cfg["setups"]}
+    assert ks == {1, 2, 3, 4} and gammas == {1.0, 2.0}
+    assert all(t.n_draws == 16 and t.coarse == 4 for t in tasks)
+    # independent targets: distinct seed keys, none shared with Figures 3-4
+    keys = {t.target_key() for t in tasks}
+    assert len(keys) == len(tasks)
+    assert not keys & {t.target_key() for t in make_tasks("fig3", "paper")}
+    w = tasks[-1].widths()
+    assert all(b - a == max(1, int(0.02 * a)) for a, b in zip(w, w[1:]))
+
+
+def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
+    m1 = reproduce("decades", jobs=1, out=tmp_path / "j1", progress=False, **DEC)
+    m2 = reproduce("decades", jobs=2, out=tmp_path / "j2", progress=False, **DEC)
+    c1 = (tmp_path / "j1" / "decades.csv").read_bytes()
+    assert c1 == (tmp_path / "j2" / "decades.csv").read_bytes()
+    assert len(m1["computed"]) == 8 and m1["machine"]["cpus"] == os.cpu_count()
+    rows = load_figure("decades", tmp_path / "j1")
+    assert all(r["d_below"] < r["d_min"] and r["levels_tried"] > 1 for r in rows)
+    assert len({(r["setup"], r["L"], r["target"]) for r in rows}) == 8
+    # a longer run reuses what is there
+    m3 = reproduce("decades", jobs=1, out=tmp_path / "j1", progress=False, profile="quick")
+    assert len(m3["reused"]) == 8 and len(m3["computed"]) == 4
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(budget=0), "outside the supported range"),
+    (dict(budget=10 ** 6), "outside the supported range"),
+    (dict(budget=2.5), "must be an integer"),
+    (dict(lengths=[32]), "outside the supported range"),
+    (dict(lengths=[65536]), "outside the supported range"),
+    (dict(profile="paper-q1"), "has no decades experiment"),
+])
+def test_decades_bad_requests_are_refused(tmp_path, kwargs, match):
+    args = dict(DEC, **kwargs)
+    with pytest.raises(ExperimentError, match=match):
+        reproduce("decades", out=tmp_path, progress=False, **args)
+    assert not any(tmp_path.iterdir())
+
+
+def test_budget_is_refused_for_figure_3():
+    with pytest.raises(ExperimentError, match="decades experiment only"):
+        make_tasks("fig3", "quick", budget=8)
+
+
+def test_decades_grid_starting_above_d_min_is_an_error(tmp_path):
+    t = replace(make_tasks("decades", "quick", lengths=[128])[0], grid=(100, 128, 1))
+    with pytest.raises(ExperimentError, match="must start below d_min"):
+        run_task(t)
+    prof = replace(PROFILES["quick"], decades=dict(PROFILES["quick"].decades,
+                                                    starts={n: 100 for n in SETUPS}))
+    with pytest.raises(ExperimentError, match="must start below d_min"):
+        reproduce("decades", profile=prof, lengths=[128], out=tmp_path, progress=False)
+
+
+def test_decades_folder_of_another_engine_version_is_refused(tmp_path):
+    reproduce("decades", out=tmp_path, progress=False, **DEC)
+    t = make_tasks("decades", **DEC)[0]
+    store = TaskStore(tmp_path / "tasks" / "decades")
+    payload = store.load(t)
+    payload["params"]["engine"] = "fast-1"
+    store.save(t, payload)                       # a valid record, written by another engine
+    (tmp_path / "decades_manifest.json").unlink()  # (whose manifest would list its checksum)
+    before = _files(tmp_path)
+    with pytest.raises(StoreError, match="different parameters"):
+        reproduce("decades", out=tmp_path, progress=False, **DEC)
+    assert _files(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["reproduce", "decades", "--budget", "0"], "outside the supported range"),
+    (["reproduce", "fig3", "--budget", "8"], "decades experiment only"),
+])
+def test_cli_decades_bad_input(argv, msg, capsys, tmp_path):
+    assert cli_main(argv + ["--out", str(tmp_path)]) == 2
+    assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("setup", ["k1-g1-e3-0.9", "k2-g2-e7-0.5"])
+def test_coarse_scan_finds_the_d_min_of_the_full_scan(setup):
+    """Striding over cold widths (every draw rejected in stage 1) skips only widths far below
+    d_min: over many targets the scan returns the d_min of the plain upward scan of every width,
+    and every level it visits is decided as in the plain scan."""
+    from sattn import FastEngine, sample_sparse, draw_generator
+    from sattn.experiments.protocol import dmin_search
+    from sattn.experiments.setups import ladder_values
+    s = SETUPS[setup]
+    agree = 0
+    for i in range(12):
+        A = sample_sparse(96, s.k, s.gamma, draw_generator(5, (i,)), as_csr=True)
+        eng = FastEngine(A, s.eps1, s.eps2)
+        ws = ladder_values(2, 96, 0.02)
+        full, lv_full = dmin_search(eng, None, 8, 9, (i,), widths=ws)
+        fast, lv_fast = dmin_search(eng, None, 8, 9, (i,), widths=ws, coarse=4)
+        agree += full == fast
+        assert len(lv_fast) < len(lv_full)
+        # the levels the coarse scan visits are decided exactly as in the full scan
+        by_d = {lv[0]: lv for lv in lv_full}
+        assert all(by_d[lv[0]] == lv for lv in lv_fast if lv[0] in by_d)
+    assert agree == 12
+
+
+def test_shipped_decades_data_match_their_manifest_and_the_profile():
+    """data/decades.csv: checksums, engine, every (setting, L, target) of the paper profile with
+    its d_min strictly inside its ladder, and the recorded wall time and machine."""
+    rows = load_figure("decades", ROOT / "data")
+    man = json.loads((ROOT / "data" / "decades_manifest.json").read_text())
+    assert man["profile"] == "paper" and man["versions"]["engine"] == ENGINE_VERSION
+    for name, digest in man["checksums"]["tasks"].items():
+        assert _sha256_file(ROOT / "data" / "tasks" / "decades" / name) == digest
+    expected = {(t.setup.name, t.L, t.target) for t in make_tasks("decades", "paper")}
+    assert {(r["setup"], r["L"], r["target"]) for r in rows} == expected
+    assert all(r["d_min"] is not None and r["d_below"] < r["d_min"] for r in rows)
+    assert man["wall_seconds_all_runs"] > 0 and man["machine"]["cpus"] >= 1

@@ -149,24 +149,34 @@ def test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss(clean
     assert not failures, f"{len(failures)} of {N_CORRUPTIONS} corruptions mishandled:\n" + "\n".join(failures)
 
 
-def _cli(out: Path) -> list[str]:
-    return [sys.executable, "-m", "sattn", "reproduce", "fig3", "--profile", "quick",
-            "--setups", "k1-g1-e3-0.5", "k2-g2-e7-0.5", "--lengths", "192", "256",
+#: Four tasks of a second or so each: Figure 3 (two setups x two lengths) and the decades
+#: experiment (two setups x two targets at one length).
+KILL_RUNS = {
+    "fig3": dict(setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[192, 256]),
+    "decades": dict(setups=["k1-g1-e3-0.9", "k2-g2-e7-0.5"], lengths=[2048]),
+}
+
+
+def _cli(out: Path, figure="fig3") -> list[str]:
+    run = KILL_RUNS[figure]
+    return [sys.executable, "-m", "sattn", "reproduce", figure, "--profile", "quick",
+            "--setups", *run["setups"], "--lengths", *map(str, run["lengths"]),
             "--jobs", "1", "--no-progress", "--out", str(out)]
 
 
-def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_path):
+@pytest.mark.parametrize("figure", list(KILL_RUNS))
+def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_path, figure):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
-    reproduce("fig3", profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"],
-                    lengths=[192, 256], jobs=2, out=tmp_path / "ref", progress=False)
-    ref_csv = (tmp_path / "ref" / "fig3.csv").read_bytes()
+    reproduce(figure, profile="quick", jobs=2, out=tmp_path / "ref", progress=False,
+              **KILL_RUNS[figure])
+    ref_csv = (tmp_path / "ref" / f"{figure}.csv").read_bytes()
     kill_after = [0, 1, 2, 3]  # finished task files when the run is killed (0: while starting)
     failures, finished_at_kill = [], []
     for k in kill_after:
         out = tmp_path / f"kill{k}"
-        proc = subprocess.Popen(_cli(out), cwd=ROOT, env=env, start_new_session=True,
+        proc = subprocess.Popen(_cli(out, figure), cwd=ROOT, env=env, start_new_session=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        tdir = out / "tasks" / "fig3"
+        tdir = out / "tasks" / figure
         deadline = time.time() + 60
         while time.time() < deadline and proc.poll() is None:
             n = len(list(tdir.glob("*.json"))) if tdir.is_dir() else 0
@@ -180,12 +190,12 @@ def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_pat
         proc.wait()
         finished = {p.name: p.read_bytes() for p in tdir.glob("*.json")} if tdir.is_dir() else {}
         finished_at_kill.append(len(finished))
-        rerun = subprocess.run(_cli(out), cwd=ROOT, env=env, capture_output=True, text=True,
+        rerun = subprocess.run(_cli(out, figure), cwd=ROOT, env=env, capture_output=True, text=True,
                                timeout=120)
         if rerun.returncode != 0:
             failures.append(f"kill after {k}: resume failed: {rerun.stderr[-500:]}")
             continue
-        man = json.loads((out / "fig3_manifest.json").read_text())
+        man = json.loads((out / f"{figure}_manifest.json").read_text())
         computed = {f"{t}.json" for t in man["computed"]}
         problems = []
         if not computed.isdisjoint(finished):
@@ -198,15 +208,17 @@ def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_pat
             problems.append("a finished file was rewritten")
         if list(tdir.glob(".tmp-*")):
             problems.append("temporary files left behind")
-        if (out / "fig3.csv").read_bytes() != ref_csv:
+        if (out / f"{figure}.csv").read_bytes() != ref_csv:
             problems.append("resumed CSV differs from an uninterrupted run's")
         if problems:
             failures.append(f"kill after {k}: " + "; ".join(problems))
-    record("kill-resume", title=("Runs of `python -m sattn reproduce` killed with SIGKILL at a point "
-                                 "of the run, then resumed: nothing lost, duplicated or recomputed, "
-                                 "CSV identical to an uninterrupted run"),
+    record("kill-resume" if figure == "fig3" else f"kill-resume-{figure}",
+           title=(f"Runs of `python -m sattn reproduce {figure}` killed with SIGKILL at a point "
+                  "of the run, then resumed: nothing lost, duplicated or recomputed, CSV identical "
+                  "to an uninterrupted run"),
            tried=len(kill_after), passed=len(kill_after) - len(failures), unit="kill points",
-           test="tests/package/test_store_faults.py::test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed",
+           test=("tests/package/experiments/test_store_faults.py::"
+                 f"test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed[{figure}]"),
            details={"finished task files at the kill": finished_at_kill, "tasks per run": 4},
            failures=failures)
     assert not failures, "\n".join(failures)
