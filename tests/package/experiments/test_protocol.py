@@ -321,6 +321,7 @@ def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
     m2 = reproduce("decades", jobs=2, out=tmp_path / "j2", progress=False, **DEC)
     c1 = (tmp_path / "j1" / "decades.csv").read_bytes()
     assert c1 == (tmp_path / "j2" / "decades.csv").read_bytes()
+    assert m1["checksums"]["csv"] == m2["checksums"]["csv"] and m2["jobs"] == 2
     assert len(m1["computed"]) == 8 and m1["machine"]["cpus"] == os.cpu_count()
     rows = load_figure("decades", tmp_path / "j1")
     assert all(r["d_below"] < r["d_min"] and r["levels_tried"] > 1 for r in rows)
