@@ -255,7 +255,7 @@ def large(L, n_draws=20, *, d=None, dmin_draws=16):
 
 
 def batching(L, n_levels=8, draws=20, *, d=None):
-    """Batched vs one-by-one :meth:`FastEngine.level` on the same workload at length ``L``.
+    """Batched vs one-by-one :meth:`~sattn.experiments.engine.FastEngine.level` on the same workload at length ``L``.
 
     The workload: ``n_levels`` levels of ``draws`` draws at a width just below d_min and as many
     a third of that width (far below, where the experiment spends most of its draws). Each level
