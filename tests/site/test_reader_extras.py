@@ -107,6 +107,8 @@ def _hover_preview(page, selector: str) -> dict:
     assert link.count() if hasattr(link, "count") else True
     page.mouse.move(0, 0)
     page.wait_for_timeout(150)
+    # the previous preview must be gone, or `.last` below could read it instead of the new one
+    page.wait_for_function("() => !document.querySelector('.tippy-box')", timeout=10000)
     link.scroll_into_view_if_needed()
     link.hover()
     box = page.locator(".tippy-box[data-theme~='book']").last
