@@ -65,6 +65,9 @@ def test_quick_bench_writes_consistent_results(tmp_path):
         assert e["per_draw_s"] > 0 and e["floor_s"] > 0
         assert abs(e["per_draw_over_floor"] - e["per_draw_s"] / e["floor_s"]) < 1e-9
     assert sum(g["below"]["stages"].values()) == g["below"]["draws"]
+    b = g["below"]                                   # the strict floor, timed alongside
+    assert b["strict_floor_s"] > 0
+    assert abs(b["per_draw_over_strict_floor"] - b["per_draw_s"] / b["strict_floor_s"]) < 1e-9
     assert 0 < g["memory"]["peak_rss_MB"] < 2048 and g["memory"]["L"] == 8192
     assert isinstance(r["targets"]["large_per_draw_within_2x_floor"], bool)
     assert r["targets"]["large_peak_memory_32768_under_2GB"] is None   # not measured by --quick

@@ -268,12 +268,14 @@ _REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("setup, L", [("k2-g2-e7-0.5", 512), ("k4-g2-e7-0.9", 512),
-                                      ("k2-g2-e3-0.9", 512), ("k1-g1-e3-0.9", 1280)])
+                                      ("k2-g2-e3-0.9", 512), ("k1-g1-e3-0.9", 1280),
+                                      ("k1-g1-e3-0.5", 3072)])
 def test_decisions_match_shipped_task_files(setup, L):
     """The engine's decisions are those of the shipped results (same ``ENGINE_VERSION``):
     rerunning a paper-profile fig3 task gives, level by level, the same ``d, draws, ok,
     stage1_rejects, screen_rejects`` as ``data/tasks/fig3`` (the screening order, a cost-only
-    heuristic, may change ``rows_screened``). L = 1280 is decided one draw at a time."""
+    heuristic, may change ``rows_screened``). L = 1280 and 3072 are decided one draw at a time,
+    through float32 stage 1 and the transposed blocks of the large-L path."""
     import json
 
     import sattn
@@ -290,3 +292,67 @@ def test_decisions_match_shipped_task_files(setup, L):
     assert [lv[:5] for lv in got["levels"]] == [lv[:5] for lv in shipped["result"]["levels"]]
     assert any(lv[4] for lv in shipped["result"]["levels"])    # screening decided some draws
     assert got["d_min"] == shipped["result"]["d_min"]
+
+
+# --------------------------------------------------------------------------- the large-L path
+_LARGE = engine_module.FLOAT32_STAGE1_MIN_L + 75        # float32 stage 1, transposed blocks
+
+
+# widths from far below d_min (about 80, 140, 120, 196 at this length) to above it
+@pytest.mark.parametrize("name,widths", [("k1-g1-e3-0.5", (24, 64, 80, 96)),
+                                         ("k2-g2-e7-0.5", (40, 110, 140, 170)),
+                                         ("k3-g1-e7-0.9", (36, 100, 120, 150)),
+                                         ("k4-g2-e7-0.9", (60, 160, 200, 240))])
+@pytest.mark.parametrize("u", [2.0 ** -24, 2.0 ** -12])
+def test_float32_stage1_draws_the_float64_draw(name, widths, u, monkeypatch):
+    """From FLOAT32_STAGE1_MIN_L on, stage 1 scores its rows in float32 and recomputes in
+    float64 only the rows within the rounding band of the r-th lowest score. The candidates, and
+    with them every later number of the draw, must be those of the float64 scores: the complete
+    Gaussian matrix is that of the all-float64 engine (up to the last bits of the float64
+    products, which a product over fewer rows may round differently; other candidates would
+    give a different matrix altogether), and so is every stage-1 decision. With the band widened
+    (u = 2^-12) many more rows are recomputed; nothing changes."""
+    monkeypatch.setattr(engine_module, "_U32", u)
+    s, A = _target(_LARGE, name, seed=4)
+    e32 = FastEngine(A, s.eps1, s.eps2)
+    e64 = FastEngine(A, s.eps1, s.eps2, use_float32=False)
+    stages = set()
+    for d in widths:
+        for i in range(3):
+            a = e32.draw(d, draw_generator(6, (d, i)), complete=True)
+            b = e64.draw(d, draw_generator(6, (d, i)), complete=True)
+            assert np.abs(a.Z - b.Z).max() <= 1e-12 * np.abs(b.Z).max(), (d, i)
+            assert (a.ok, a.stage == "stage1", a.rest_checked) == (b.ok, b.stage == "stage1",
+                                                                   b.rest_checked), (d, i)
+            if a.stage == "stage1":
+                assert a.worst_row == b.worst_row
+            stages.add(a.stage)
+    assert "stage1" in stages and stages - {"stage1"}     # both kinds of draw occur
+
+
+@pytest.mark.parametrize("name,widths", [("k2-g2-e7-0.5", (30, 110, 130, 150)),
+                                         ("k1-g1-e3-0.5", (24, 70, 84, 100))])
+def test_large_path_decides_like_the_reference(name, widths):
+    """At L = FLOAT32_STAGE1_MIN_L + 75 every shortcut of the large-L path is in use: float32
+    stage 1, transposed float32 blocks checked on the columns in J first, and, at the smallest
+    width (n >= REST_RATIO d), the rest of Z ranked through Z'. Each decision equals the
+    reference decision on Y = qr(Z) of the same draw, and the float64 engine's."""
+    s, A = _target(_LARGE, name, seed=_LARGE)
+    B = logit_target(A, s.eps1, s.eps2)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    e64 = FastEngine(A, s.eps1, s.eps2, use_float32=False)
+    n = _LARGE - eng._partial(widths[0], eng.partial_fraction)["m"]
+    assert n >= engine_module.REST_RATIO * widths[0]      # the Z' ranking is exercised
+    seen = set()
+    for d in widths:
+        for i in range(5):
+            out = eng.draw(d, draw_generator(2, (d, i)), complete=True)
+            Q, _ = np.linalg.qr(out.Z)
+            G = (_LARGE / d) * B @ Q @ Q.T
+            ref = check_approximation(G, A, s.eps1, s.eps2).ok
+            assert out.ok == ref == e64.draw(d, draw_generator(2, (d, i))).ok, (d, i)
+            if not out.ok:                          # the row it names really violates
+                assert not check_rows(G[[out.worst_row]], [out.worst_row], A, s.eps1,
+                                      s.eps2).ok
+            seen.add((out.stage, out.ok))
+    assert ("screen", False) in seen and any(ok for _, ok in seen)
