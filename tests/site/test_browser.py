@@ -104,13 +104,17 @@ def visits(html_dir) -> dict[str, PageVisit]:
             page.on("console", lambda m, v=visit: m.type == "error" and v.console_errors.append(
                 f"{m.text} @ {m.location.get('url', '')}"))
             page.on("pageerror", lambda e, v=visit: v.console_errors.append(f"uncaught: {e}"))
-            page.on("requestfailed", lambda r, v=visit: browser_mod.is_local(r.url) and v.failed.append(
-                f"{r.url} ({r.failure})"))
+            source = open(os.path.join(html_dir, name), encoding="utf-8").read()
+            refresh = REFRESH.search(source)
+            # a redirect page's own document may be aborted by its immediate redirect (when the
+            # refresh fires before "load"): that is the redirect working, not a failed request
+            superseded = base + name if refresh else None
+            page.on("requestfailed", lambda r, v=visit, own=superseded: browser_mod.is_local(r.url)
+                    and not (r.url == own and "ERR_ABORTED" in (r.failure or ""))
+                    and v.failed.append(f"{r.url} ({r.failure})"))
             page.on("response", lambda r, v=visit: r.status >= 400 and v.failed.append(
                 f"{r.url} (HTTP {r.status})"))
             t0 = time.time()
-            source = open(os.path.join(html_dir, name), encoding="utf-8").read()
-            refresh = REFRESH.search(source)
             page.goto(base + name, wait_until="load")
             if refresh:  # a redirect page (index.html): it must land on an existing page
                 page.wait_for_url(re.compile(re.escape(refresh.group(1)) + "$"), timeout=10000)
