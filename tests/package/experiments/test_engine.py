@@ -356,3 +356,18 @@ def test_large_path_decides_like_the_reference(name, widths):
                                       s.eps2).ok
             seen.add((out.stage, out.ok))
     assert ("screen", False) in seen and any(ok for _, ok in seen)
+
+
+def test_protocol_and_engine_run_at_65536():
+    """The largest supported length: the decades tasks can be made at L = 65536, and the engine
+    decides draws there (far below d_min, where every draw ends in stage 1) without any L x L
+    array; a level of draws at the width just below d_min is the benchmark's business."""
+    import sattn
+
+    tasks = sattn.make_tasks("decades", "paper", setups=["k1-g1-e3-0.9"], lengths=[65536])
+    assert [t.L for t in tasks] == [65536] * 3
+    s = SETUPS["k1-g1-e3-0.9"]
+    A = sample_sparse(65536, s.k, s.gamma, np.random.default_rng(0), as_csr=True)
+    eng = FastEngine(A, s.eps1, s.eps2)
+    res = eng.level(12, 4, 1, (0,))
+    assert res.draws == 4 and res.stage1_rejects == 4 and not res.ok
