@@ -93,7 +93,6 @@ import scipy.stats as sst
 from .._validate import check_int, check_real, check_rng
 from ..results import Result
 from ..patterns.criteria import check_tolerances
-from ..patterns.sparse import sample_sparse
 from .engine import FastEngine
 from .setups import ROOT_SEED, SETUPS, ExperimentError, get_profile, grid_values, make_tasks
 from .target import SparseTarget, draw_generator, prepare_target
@@ -1006,10 +1005,7 @@ def check_row_dependence(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
 
 def _sample_csr(setup, L, root_seed):
     task = _setup_task(setup, L)
-    s = task.setup
-    A = sample_sparse(task.L, s.k, s.gamma, draw_generator(root_seed, task.target_key()),
-                      as_csr=True)
-    return task, A
+    return task, task.sample_target(root_seed)
 
 
 def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_SEED,

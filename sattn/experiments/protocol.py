@@ -118,8 +118,7 @@ def run_task(task: Task) -> dict:
     t0 = time.perf_counter()
     with _one_blas_thread():
         s = task.setup
-        A = sample_sparse(task.L, s.k, s.gamma, draw_generator(task.root_seed, task.target_key()),
-                          as_csr=True)
+        A = task.sample_target()
         eng = FastEngine(A, s.eps1, s.eps2)
         nnz = int(A.nnz)
         dmin, levels = dmin_search(eng, task.grid, task.n_draws, task.root_seed, task.draw_key(),

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..patterns.sparse import sample_sparse
 from .engine import ENGINE_VERSION
+from .target import draw_generator
 
 __all__ = [
     "BUDGET_RANGE",
@@ -312,6 +314,15 @@ class Task:
         if self.budget:
             return (self.setup.key(), self.L, 2, self.target)
         return (self.setup.key(), self.L, 0)
+
+    def sample_target(self, root_seed=None):
+        """The task's target pattern ``A`` (CSR): the paper's sampler with the generator of
+        :meth:`target_key` under ``root_seed`` (default: the task's own, :data:`ROOT_SEED`).
+        This is the one place where a task's target is drawn."""
+        s = self.setup
+        seed = self.root_seed if root_seed is None else root_seed
+        return sample_sparse(self.L, s.k, s.gamma, draw_generator(seed, self.target_key()),
+                             as_csr=True)
 
     def draw_key(self) -> tuple:
         """Prefix of the draws' seed keys; draw i at width d uses ``draw_key() + (d, i)``.

@@ -316,6 +316,25 @@ def test_decades_tasks_follow_the_profile():
     assert all(b - a == max(1, int(0.02 * a)) for a, b in zip(w, w[1:]))
 
 
+def test_a_task_draws_its_own_target():
+    """``Task.sample_target`` is the paper's sampler under the task's target seed key: the three
+    targets of one decades (setup, L) differ, a Figure 3 task gives the same target for every Q,
+    and another root seed gives another target."""
+    from sattn.experiments.target import draw_generator
+    from sattn.patterns.sparse import sample_sparse
+
+    t0, t1, _ = make_tasks("decades", "paper", setups=["k2-g2-e7-0.5"], lengths=[256])
+    s = t0.setup
+    ref = sample_sparse(256, s.k, s.gamma, draw_generator(t0.root_seed, t0.target_key()),
+                        as_csr=True)
+    a0 = t0.sample_target()
+    assert (a0 != ref).nnz == 0 and a0.shape == (256, 256)
+    assert (a0 != t1.sample_target()).nnz > 0
+    assert (a0 != t0.sample_target(root_seed=1)).nnz > 0
+    (f,) = make_tasks("fig3", "paper", setups=["k2-g2-e7-0.5"], lengths=[512])
+    assert (f.sample_target() != replace(f, Q=1.0).sample_target()).nnz == 0
+
+
 def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
     m1 = reproduce("decades", jobs=1, out=tmp_path / "j1", progress=False, **DEC)
     m2 = reproduce("decades", jobs=2, out=tmp_path / "j2", progress=False, **DEC)
