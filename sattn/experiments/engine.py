@@ -22,9 +22,10 @@ without any ``L x L`` array and without an SVD or a QR factorization:
    next, does not depend on the machine's single-precision rounding) are the candidates. From
    ``L = FLOAT32_STAGE1_MIN_L`` on, the margins are computed in float32 with a rigorous error
    bound and only the rows that the bound cannot exclude are recomputed in float64, which picks
-   the same candidates at about half the cost. The candidates' exact logits on ``J`` come next, and if none of them violates (6) or (7)
-   there, their logits on *all* other columns follow from a thin Haar factor: the rest of ``Z``
-   is ``Q R_W`` with ``Q`` Haar and independent of ``R_W``, so for the candidates' vectors
+   the same candidates at about half the cost. The candidates' exact logits on ``J`` come next,
+   and if none of them violates (6) or (7) there, their logits on *all* other columns follow
+   from a thin Haar factor: the rest of ``Z`` is ``Q R_W`` with ``Q`` Haar and independent of
+   ``R_W``, so for the candidates' vectors
    ``R_W u_l = O [K; 0]`` (a QR factorization, ``O`` orthogonal) the logits are ``Q P K`` with
    ``P`` the first ``r`` columns of ``O``, and ``Q P`` is itself Haar: ``T R_T^{-1}`` for a
    Gaussian ``T`` (``(L - |J|) x r``, ``R_T`` its Cholesky factor). A violation ends the draw;
