@@ -46,7 +46,7 @@ FIGURES = ("fig3", "fig4", "fig5", "decades")
 #: Supported fixed draw budgets per width of the decades experiment (inclusive).
 BUDGET_RANGE = (1, 100_000)
 #: Supported sequence lengths of the experiments (inclusive). The shipped data stop at 32768; the
-#: fast engine runs at 65536 too (peak memory under 1 GB, see the engine tests and Chapter 7).
+#: fast engine runs at 65536 too (a test decides draws there; peak memory under 1 GB).
 L_RANGE = (64, 65536)
 ROOT_SEED = 20210607  # arXiv v1 date of the paper; the one root of every random number here
 
@@ -317,7 +317,7 @@ class Task:
 
     def sample_target(self, root_seed=None):
         """The task's target pattern ``A`` (CSR): the paper's sampler with the generator of
-        :meth:`target_key` under ``root_seed`` (default: the task's own, :data:`ROOT_SEED`).
+        :meth:`target_key` under ``root_seed`` (default: the task's own, ``ROOT_SEED``).
         This is the one place where a task's target is drawn."""
         s = self.setup
         seed = self.root_seed if root_seed is None else root_seed
