@@ -285,6 +285,8 @@ class FastEngine:
                             f"({type(self.use_float32).__name__})")
         if self.batch is not None:
             self.batch = check_int("batch", self.batch, low=1)
+        # the large-L path (module docs, items 2 and 5): float32 stage 1, transposed blocks
+        self._large = bool(self.use_float32) and t.L >= FLOAT32_STAGE1_MIN_L
         cap = max(1, (1 << 23) // t.L)
         self._max_block = max(1, min(self.max_block, cap))
         # partial sets J: supports of rows in one fixed random order until the target size
@@ -534,18 +536,29 @@ class FastEngine:
         lowest are recomputed in float64 (``_candidates32``); the others keep their float32
         scores, which only order the screening. ``keep``: leave ``Z_J`` in float32 in the
         ``"Z32"`` workspace for stage 2 (the one-draw path)."""
-        if self.use_float32 and self.L >= FLOAT32_STAGE1_MIN_L:
+        if self._large:
             return self._candidates32(dr, r, keep)
-        P, ZJ, d = dr.P, dr.ZJ, dr.d
-        vis, vp = P["vis"], P["vis_pos"]
-        Zs = np.take(ZJ, vp, axis=0, mode="clip",          # valid indices; "raise" buffers
-                     out=self._ws("Zs", vp.shape + (d,)))                    # (|vis|, k, d)
-        H = np.einsum("rk,rkd->rd", P["vis_b"], Zs, out=self._ws("Hv", (vis.size, d)))
-        H *= dr.scale
-        Uv = np.matmul(H, dr.Cinv, out=self._ws("Uv", (vis.size, d)))
-        dr.score_vis = self._risk_score(vis, Uv, Zs)
+        Uv, dr.score_vis = self._scores64(dr)
         sel = np.argsort(dr.score_vis, kind="stable")[:r]
-        return vis[sel], Uv[sel]
+        return dr.P["vis"][sel], Uv[sel]
+
+    def _scores64(self, dr: _Draw, S=None):
+        """Rows ``Uv`` of ``(L/d)(BZ)C^{-1}`` and risk scores, in float64, of the rows ``vis[S]``
+        whose support lies in ``J`` (all of them, in workspaces, when ``S`` is None)."""
+        P, ZJ, d = dr.P, dr.ZJ, dr.d
+        vis, vp, b = P["vis"], P["vis_pos"], P["vis_b"]
+        if S is None:
+            Zs = np.take(ZJ, vp, axis=0, mode="clip",      # valid indices; "raise" buffers
+                         out=self._ws("Zs", vp.shape + (d,)))                # (|vis|, k, d)
+            H = np.einsum("rk,rkd->rd", b, Zs, out=self._ws("Hv", (vis.size, d)))
+            H *= dr.scale
+            Uv = np.matmul(H, dr.Cinv, out=self._ws("Uv", (vis.size, d)))
+            return Uv, self._risk_score(vis, Uv, Zs)
+        Zs = np.take(ZJ, vp[S], axis=0)
+        H = np.einsum("rk,rkd->rd", b[S], Zs)
+        H *= dr.scale
+        Uv = H @ dr.Cinv
+        return Uv, self._risk_score(vis[S], Uv, Zs)
 
     def _candidates32(self, dr: _Draw, r, keep):
         """``_candidates`` with float32 scores and a float64 recomputation of the rows that can
@@ -566,8 +579,8 @@ class FastEngine:
         the difference of the float32 and float64 scores (the float64 rounding, about
         ``2^-29`` times the float32 one, is inside the 1% and the ``1e-9``). With ``tau`` the
         ``r``-th lowest ``score~ + e``, at least ``r`` float64 scores are ``<= tau``, so every
-        candidate lies in ``S = {score~ - e <= tau}``; the rows of ``S`` are recomputed by the
-        formulas of ``_candidates``, and their ``r`` lowest (stable order) are the candidates. (A
+        candidate lies in ``S = {score~ - e <= tau}``; the rows of ``S`` are recomputed by
+        ``_scores64``, as ``_candidates`` computes all rows below the threshold, and their ``r`` lowest (stable order) are the candidates. (A
         product over fewer rows may round its last bit differently, as the same product on another
         machine's matrix library does; the draw is the same to about ``1e-15``.)
         """
@@ -600,11 +613,7 @@ class FastEngine:
             return vis[:0], np.empty((0, d))
         tau = np.partition(score + e, r - 1)[r - 1]
         S = np.flatnonzero(score - e <= tau)
-        ZsS = np.take(ZJ, vp[S], axis=0)
-        HS = np.einsum("rk,rkd->rd", P["vis_b"][S], ZsS)
-        HS *= dr.scale
-        UvS = HS @ dr.Cinv
-        scoreS = self._risk_score(vis[S], UvS, ZsS)
+        UvS, scoreS = self._scores64(dr, S)
         score[S] = scoreS
         dr.score_vis = score
         sel = np.argsort(scoreS, kind="stable")[:r]
@@ -721,7 +730,7 @@ class FastEngine:
                 un = np.sqrt(np.einsum("ij,ij->i", U, U))
                 vn = np.sqrt(np.einsum("ij,ij->i", V, V))
                 tol = 2.0 * gam * np.maximum(un * zj_norm, vn * zp_norm) * (1 + 1e-6) + 1e-10
-                if L >= FLOAT32_STAGE1_MIN_L and n:
+                if self._large and n:
                     marg = self._margins_t(dr, rows, U.astype(np.float32),
                                            V.astype(np.float32), ZJ32, tol)
                 else:
@@ -792,9 +801,10 @@ class FastEngine:
           close to ``sqrt(n) I`` (relative deviation about ``sqrt(d / n) <= 1/4``), and ``O^T``
           moves only the ``r`` directions of the stage-1 candidates, so the approximate logits
           keep most of their row-to-row variation. This skips an ``n x d x d`` product (a
-          tenth of a draw at ``L = 32768``); measured on draws just below ``d_min`` at
-          ``L = 8192`` and ``32768``, the first violating row lands as early in the order as with
-          the exact rows (median position 29 vs 26 and 41 vs 37).
+          tenth of a draw at ``L = 32768``). Measured once while this was written (15 draws
+          just below ``d_min`` each at ``L = 8192`` and ``32768``, setup k2-g2-e7-0.5), the
+          median position of the first violating row in the order was 29 vs 26 and 41 vs 37
+          with the exact rows; a worse order costs blocks, never a decision.
 
         ``Z32`` (``L x d`` float32, rows in the order ``[J; rest]``) holds ``Z_J`` on entry, and
         ``Z'`` in its rows ``rest`` in the second case; in the first those rows are filled here
@@ -915,10 +925,10 @@ class FastEngine:
             dr.T = np.empty((P["n"], 0), np.float32)
         if not b or not vis.size:
             return [(dr, None) for dr in draws]
-        if self.use_float32 and self.L >= FLOAT32_STAGE1_MIN_L:   # the one-draw computation
+        if self._large:                  # float32 stage 1: the one-draw computation, draw by draw
             out = []
             for dr in draws:
-                cand, Uc = self._candidates32(dr, r, keep=False)
+                cand, Uc = self._candidates(dr, r)
                 out.append((dr, (cand, Uc, *self._split(cand, Uc @ dr.ZJ.T, P["colpos"]), None)
                             if r else None))
             return out
