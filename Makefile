@@ -18,21 +18,28 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_saniti
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help venv vendor book test test-package test-notebooks test-nbval test-site lab serve \
+.PHONY: help venv vendor book test test-fast test-package test-notebooks test-nbval test-site lab serve \
         live screenshots linkcheck release pdf \
         notebooks clean
 
 help:
-	@echo "make book   build the executed HTML book into _build/html (sets everything up)"
-	@echo "make test   unit tests, stored-notebook checks, nbval, the -W book build, site tests"
-	@echo "make lab    JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
-	@echo "make serve  serve _build/html on http://$(HOST):$(PORT)"
-	@echo "make live   serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
-	@echo "make screenshots  light/dark screenshots of three pages into docs/screenshots/"
-	@echo "make linkcheck    check every internal link and anchor of _build/html"
-	@echo "make notebooks  re-execute every chapter into its stored .ipynb"
-	@echo "make pdf        the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
-	@echo "make release    check, build, archive the site and tag v<version> (tools/release.py)"
+	@echo "make book           build the executed HTML book into _build/html (sets everything up)"
+	@echo "make test           everything: lint, package tests, notebook checks, nbval, the -W book build, PDF, site tests"
+	@echo "make test-fast      the edit loop: lint, package tests without those marked slow, stored-notebook checks"
+	@echo "make test-package   lint and every package test (slow ones included)"
+	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
+	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
+	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
+	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
+	@echo "make serve          serve _build/html on http://$(HOST):$(PORT)"
+	@echo "make live           serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
+	@echo "make screenshots    light/dark screenshots of three pages into docs/screenshots/"
+	@echo "make linkcheck      check every internal link and anchor of _build/html"
+	@echo "make notebooks      re-execute every chapter into its stored .ipynb"
+	@echo "make pdf            the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
+	@echo "make release        check, build, archive the site and tag v<version> (tools/release.py)"
+	@echo "make venv / vendor  only create .venv / only vendor the website JavaScript"
+	@echo "make clean          remove what the builds made (_build, _vendor)"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +64,14 @@ book: $(STAMP) $(VENDOR)
 test-package: $(STAMP)
 	$(BIN)/ruff check sattn tests tools
 	$(BIN)/python -m pytest tests/package -q -n 2
+
+# The edit loop (well under two minutes): what `make test` runs first, minus the tests marked slow.
+test-fast: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/ruff check sattn tests tools; \
+	$(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
+	$(BIN)/python -m pytest tests/notebooks -q; \
+	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
@@ -84,14 +99,16 @@ screenshots: $(STAMP) $(VENDOR)
 	bash tools/install_browser.sh
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
+# Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
+STAGES := test-package test-notebooks test-nbval book pdf test-site
 test: $(STAMP) $(VENDOR)
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory test-package; \
-	$(MAKE) --no-print-directory test-notebooks; \
-	$(MAKE) --no-print-directory test-nbval; \
-	$(MAKE) --no-print-directory book; \
-	$(MAKE) --no-print-directory pdf; \
-	$(MAKE) --no-print-directory test-site; \
+	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
+	for stage in $(STAGES); do \
+	  t0=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage; \
+	  echo "  $$stage: $$(( $$(date +%s) - t0 )) s" >> _build/test_times.txt; \
+	done; \
+	echo "make test: stage times"; cat _build/test_times.txt; \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
 notebooks: $(STAMP)

@@ -21,7 +21,12 @@ import contextlib
 import os
 import uuid
 
-from distributed import CancelledError, Client, KilledWorker, LocalCluster, as_completed, get_worker
+try:  # Dask is an optional extra of the installed package: pip install "sattn[dask]"
+    from distributed import CancelledError, Client, KilledWorker, LocalCluster, as_completed, get_worker
+except ImportError:  # pragma: no cover - exercised by the wheel test's environment without Dask
+    _HAVE_DISTRIBUTED = False
+else:
+    _HAVE_DISTRIBUTED = True
 
 from .setups import ExperimentError
 from .store import _versions
@@ -50,6 +55,10 @@ def check_scheduler(scheduler, workers):
         return
     if not isinstance(scheduler, str) or not scheduler.strip():
         raise ExperimentError(f"scheduler must be 'local' or an address tcp://host:port, got {scheduler!r}")
+    if not _HAVE_DISTRIBUTED:
+        raise ExperimentError(f"scheduler={scheduler!r} runs the tasks on a Dask cluster, but Dask's "
+                              "'distributed' is not installed; install the extra: "
+                              "pip install \"sattn[dask]\" (or run without --scheduler)")
     if scheduler != "local":
         if workers is not None:
             raise ExperimentError(f"workers applies to scheduler='local' only; the cluster at {scheduler} "

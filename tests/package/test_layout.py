@@ -183,6 +183,7 @@ def test_chapters_use_the_flat_api_only():
     assert not bad, f"chapters must use `import sattn` / `from sattn import name`: {bad}"
 
 
+@pytest.mark.slow
 def test_command_line_runs_outside_the_repository(tmp_path):
     res = subprocess.run([sys.executable, "-m", "sattn", "setups", "--profile", "quick"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import sattn
 import sattn.experiments.bench as bench
 
@@ -26,6 +28,7 @@ def test_bench_is_a_module_of_the_package():
     assert callable(bench.large) and callable(bench.batching)
 
 
+@pytest.mark.slow
 def test_cli_bench_help_from_another_working_directory(tmp_path):
     res = subprocess.run([sys.executable, "-m", "sattn", "bench", "--help"], cwd=tmp_path,
                          env=_env(), capture_output=True, text=True, timeout=120)
@@ -33,6 +36,7 @@ def test_cli_bench_help_from_another_working_directory(tmp_path):
     assert "--quick" in res.stdout and "--out" in res.stdout
 
 
+@pytest.mark.slow
 def test_quick_bench_writes_consistent_results(tmp_path):
     out = tmp_path / "results.json"
     res = subprocess.run([sys.executable, "-m", "sattn", "bench", "--quick", "--out", str(out)],

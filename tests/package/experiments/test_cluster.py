@@ -74,6 +74,7 @@ def _check_store(out: Path) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_local_cluster_writes_the_same_csv_as_jobs_1(reference, tmp_path):
     ref_out, ref_csv = reference
     man = reproduce("fig3", scheduler="local", workers=2, out=tmp_path, progress=False, **RUN)
@@ -94,6 +95,7 @@ def test_local_cluster_writes_the_same_csv_as_jobs_1(reference, tmp_path):
     assert (tmp_path / "fig3.csv").read_bytes() == ref_csv
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing(reference, tmp_path):
     """SIGKILL to a worker process that is running a task, once a first task has finished: Dask
     reschedules its task, the run completes, and the CSV equals the ``--jobs 1`` CSV."""
@@ -144,6 +146,7 @@ def test_a_killed_worker_loses_nothing(reference, tmp_path):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_folder_is_refused_and_a_stale_lock_is_not(reference, tmp_path):
     """Run A (a process) holds the folder; run B (this process) is refused with A's PID and
     changes nothing, not even a temporary file; after ``kill -9`` of A, run C resumes A's work."""
@@ -194,6 +197,7 @@ def test_lock_within_one_process_and_clean_temporaries_needs_it(tmp_path):
     OutputLock(tmp_path).acquire().release()                            # free again
 
 
+@pytest.mark.slow
 def test_a_worker_with_other_versions_or_a_task_that_kills_workers_is_reported():
     """The cluster's failures that Dask does not absorb become ExperimentErrors naming the task: a
     worker whose numpy reports another version, and a task that kills every worker it runs on

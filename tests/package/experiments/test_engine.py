@@ -269,7 +269,7 @@ _REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
 @pytest.mark.parametrize("setup, L", [("k2-g2-e7-0.5", 512), ("k4-g2-e7-0.9", 512),
                                       ("k2-g2-e3-0.9", 512), ("k1-g1-e3-0.9", 1280),
-                                      ("k1-g1-e3-0.5", 3072)])
+                                      pytest.param("k1-g1-e3-0.5", 3072, marks=pytest.mark.slow)])
 def test_decisions_match_shipped_task_files(setup, L):
     """The engine's decisions are those of the shipped results (same ``ENGINE_VERSION``):
     rerunning a paper-profile fig3 task gives, level by level, the same ``d, draws, ok,

@@ -56,6 +56,7 @@ def test_run_task_is_deterministic_and_reports_the_protocol():
 
 
 # --------------------------------------------------------------------------- store and runner
+@pytest.mark.slow
 def test_jobs_do_not_change_results(tmp_path):
     m1 = reproduce("fig3", jobs=1, out=tmp_path / "j1", progress=False, **TINY)
     m2 = reproduce("fig3", jobs=2, out=tmp_path / "j2", progress=False, **TINY)
@@ -69,6 +70,7 @@ def test_jobs_do_not_change_results(tmp_path):
     assert (tmp_path / "j1" / "fig3.csv").read_bytes() == c1
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_recomputes_no_finished_task(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "sattn", "reproduce", "fig3", "--profile", "quick",

@@ -65,6 +65,7 @@ def _same_json(a: bytes, b: bytes) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss(clean_run, tmp_path):
     src, clean = clean_run
     rng = np.random.default_rng(20261201)
@@ -164,6 +165,7 @@ def _cli(out: Path, figure="fig3") -> list[str]:
             "--jobs", "1", "--no-progress", "--out", str(out)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("figure", list(KILL_RUNS))
 def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_path, figure):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}

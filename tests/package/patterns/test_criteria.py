@@ -95,6 +95,7 @@ def test_worst_row_and_pairs_are_reported():
     assert ok.ok and ok.ratio_spread == pytest.approx(0, abs=1e-12) and ok.message.startswith("PASS")
 
 
+@pytest.mark.slow
 def test_no_underflow_at_tiny_eps2_and_L4096():
     """eps2 = 1e-12 at L = 4096: M itself underflows, the log-domain check does not."""
     L = 4096
