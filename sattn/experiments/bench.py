@@ -398,10 +398,6 @@ def main(quick=False, out="benchmarks/results.json") -> int:
                   f"{r['far_below']['ratio']:.2f} at d={r['far_below']['d']} (far below)",
                   flush=True)
     results["targets"] = {
-        "speedup_512>=20": next((c["speedup"] >= 20 for c in results["comparisons"]
-                                 if c["L"] == 512), None),
-        "speedup_2048>=50": next((c["speedup"] >= 50 for c in results["comparisons"]
-                                  if c["L"] == 2048), None),
         "per_draw_within_3x_floor": all(c["fast_per_draw_over_floor"] <= 3
                                         for c in results["comparisons"]),
         "peak_memory_under_2GB": all(m["peak_rss_MB"] < 2048 for m in results["memory"]),

@@ -28,7 +28,6 @@ import csv
 import math
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -56,6 +55,7 @@ from .setups import (
     make_tasks,
 )
 from .store import (
+    command_line,
     OutputLock,
     StoreError,
     TaskStore,
@@ -385,7 +385,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
         "computed": sorted(computed),
         "reused": sorted(reused),
         "recovered": sorted(os.path.splitext(n)[0] for n in missing),
-        "command": " ".join(sys.argv) if sys.argv else "",
+        "command": command_line(),
         "checksums": {
             "csv": _sha256_bytes(csv_bytes),
             "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
@@ -446,7 +446,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
         "seeds": {"root_seed": ROOT_SEED, "target_key": list(key + (0,)),
                   "draw_key": "(setup_key, L, 5, d)"},
         "versions": _versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
-        "command": " ".join(sys.argv) if sys.argv else "",
+        "command": command_line(),
         "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
     }
     return write_manifest(out / "fig5_manifest.json", manifest)

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import socket
+import sys
 import warnings
 from pathlib import Path
 
@@ -231,6 +232,22 @@ def _write_csv(path, columns, rows) -> bytes:
     data = ("\n".join(lines) + "\n").encode()
     _atomic_write(path, data)
     return data
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that a manifest records, as a reader would retype it, with no machine path.
+
+    ``python -m sattn`` puts the path of ``sattn/__main__.py`` in ``sys.argv[0]``; the manifest
+    records ``python -m sattn`` and the arguments instead, so shipped manifests say nothing about the
+    folder they were made in.
+    """
+    argv = list(sys.argv if argv is None else argv)
+    if not argv:
+        return ""
+    head = Path(argv[0])
+    if head.name == "__main__.py" and head.parent.name == "sattn":
+        return " ".join(["python -m sattn", *argv[1:]])
+    return " ".join([head.name, *argv[1:]])
 
 
 def _versions() -> dict:

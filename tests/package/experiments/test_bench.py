@@ -60,7 +60,7 @@ def test_quick_bench_writes_consistent_results(tmp_path):
     (m,) = r["memory"]
     assert m["L"] == 3072 and 0 < m["peak_rss_MB"] < 2048
     assert r["targets"]["peak_memory_under_2GB"] is True
-    assert r["targets"]["speedup_512>=20"] is None     # the quick run does not measure L = 512
+    assert not any(name.startswith("speedup_") for name in r["targets"])   # retired targets stay out
     # large L: the fast engine alone, floors per draw at both widths, peak memory
     (g,) = r["large"]
     assert g["L"] == 8192 and "reference" not in g and g["far_below"]["d"] < g["d"] == g["below"]["d"]
