@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from ._validate import as_float_array, check_int, check_real, check_rng
+from ._validate import as_float_array, check_bool, check_int, check_real, check_rng
 from .attention import _check_weights
 from .layers import AttentionHead, FeedForward, _check_ffn, _check_heads, hardmax, multihead_attention
 from .patterns.construction import Approximation, check_target
@@ -272,12 +272,6 @@ class FormatArithmetic:
 # Forward passes in a format
 # ----------------------------------------------------------------------------------------
 
-def _check_bool(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
 def _as_columns(name, value, d=None):
     """A sequence ``(d, n)`` or a batch ``(B, d, n)`` of finite reals, non-empty."""
     a = as_float_array(name, value)
@@ -330,7 +324,7 @@ def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray
     Eqs. (1)-(2) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
     """
     X, W_Q, W_K = _check_weights(X, W_Q, W_K)
-    causal = _check_bool("causal", causal)
+    causal = check_bool("causal", causal)
     ar = FormatArithmetic(fmt)
     X, W_Q, W_K = ar.r(X), ar.r(W_Q), ar.r(W_K)
     G = ar.matmul(ar.matmul(X, W_Q), ar.matmul(X, W_K).T)

@@ -14,6 +14,7 @@ import pytest
 
 import sattn
 from sattn import precision as P
+from datasets import token_dataset
 
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
@@ -107,16 +108,7 @@ def _jax_column_head(Z, head, dtype):
 
 
 def _dataset(seed, N=10, V=10, d=3, n=4):
-    rng = np.random.default_rng(seed)
-    vocab = rng.standard_normal((V, d))
-    vocab *= rng.uniform(0.5, 2.0, (V, 1)) / np.linalg.norm(vocab, axis=1, keepdims=True)
-    Xs, seen = [], set()
-    while len(Xs) < N:
-        idx = rng.choice(V, n, replace=False)
-        if tuple(sorted(idx)) not in seen:
-            seen.add(tuple(sorted(idx)))
-            Xs.append(vocab[idx].T)
-    return Xs, [rng.integers(1, 6, (d, n)).astype(float) for _ in range(N)]
+    return token_dataset(seed, N=N, V=V, d=d, n=n)[:2]
 
 
 def test_memorizing_layer_through_jax_attention():

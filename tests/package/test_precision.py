@@ -8,20 +8,11 @@ import pytest
 
 import sattn
 from sattn import precision as P
+from datasets import token_dataset
 
 
 def _dataset(seed, N=12, V=10, d=3, n=4):
-    rng = np.random.default_rng(seed)
-    vocab = rng.standard_normal((V, d))
-    vocab *= rng.uniform(0.5, 2.0, (V, 1)) / np.linalg.norm(vocab, axis=1, keepdims=True)
-    Xs, seen = [], set()
-    while len(Xs) < N:
-        idx = rng.choice(V, n, replace=False)
-        if tuple(sorted(idx)) not in seen:
-            seen.add(tuple(sorted(idx)))
-            Xs.append(vocab[idx].T)
-    Ys = [rng.integers(1, 6, (d, n)).astype(float) for _ in range(N)]
-    return Xs, Ys
+    return token_dataset(seed, N=N, V=V, d=d, n=n)[:2]
 
 
 def test_unknown_format_names_the_allowed_ones():

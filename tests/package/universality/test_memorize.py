@@ -14,22 +14,10 @@ from sattn.universality.memorize import (
     memorize,
     memorize_with_positions,
 )
+from datasets import token_dataset
 
 
-def _random_dataset(seed, d=3, n=4, N=20, V=12, C=5, duplicates=False):
-    rng = np.random.default_rng(seed)
-    P = rng.standard_normal((V, d))
-    P *= rng.uniform(0.5, 2.0, (V, 1)) / np.linalg.norm(P, axis=1, keepdims=True)
-    Xs, seen = [], set()
-    while len(Xs) < N:
-        idx = rng.choice(V, n, replace=duplicates)
-        key = tuple(sorted(idx))
-        if key in seen:  # avoid permutations of earlier sequences: random labels would conflict
-            continue
-        seen.add(key)
-        Xs.append(P[idx].T)
-    Ys = [rng.integers(1, C + 1, (d, n)).astype(float) for _ in range(N)]
-    return Xs, Ys, rng
+_random_dataset = token_dataset
 
 
 EPS = float(np.finfo(np.float64).eps)
