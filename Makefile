@@ -18,7 +18,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_saniti
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help venv vendor book test test-fast test-package test-notebooks test-nbval test-site lab serve \
+.PHONY: help venv vendor book status test test-fast test-package test-notebooks test-nbval test-site lab serve \
         live screenshots linkcheck release pdf \
         notebooks clean
 
@@ -37,6 +37,7 @@ help:
 	@echo "make linkcheck      check every internal link and anchor of _build/html"
 	@echo "make notebooks      re-execute every chapter into its stored .ipynb"
 	@echo "make pdf            the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
+	@echo "make status         re-measure the status page's reliability figures into data/reliability/ (commit them)"
 	@echo "make release        check, build, archive the site and tag v<version> (tools/release.py)"
 	@echo "make venv / vendor  only create .venv / only vendor the website JavaScript"
 	@echo "make clean          remove what the builds made (_build, _vendor)"
@@ -73,7 +74,19 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 
-test-notebooks: $(STAMP)
+test-# The status page's reliability figures: the tests marked `reliability` write them into
+# data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
+# tests/package/test_status_figures.py fails when the stored figures are stale for the code.
+status: $(STAMP) $(VENDOR)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	bash tools/install_browser.sh
+	rm -rf data/reliability.new && mkdir -p data/reliability.new
+	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest tests -m reliability \
+	  -q -p no:cacheprovider
+	rm -rf data/reliability && mv data/reliability.new data/reliability
+	@echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
+
+notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
 
 test-nbval: $(STAMP)

@@ -4,8 +4,9 @@
   download menu, and says how to run it in JupyterLab and live on the website.
 - ``book_static/`` (dark-mode CSS, the live-kernel script) is added to every page.
 - The ``book-build-info`` directive renders the package versions of the running build (status page).
-- The ``book-reliability`` directive renders the reliability figures that the tests of the same
-  ``make test`` wrote (``tests/reliability.py``; bad input, corrupted data, killed runs, ...).
+- The ``book-reliability`` directive renders the committed reliability figures in
+  ``data/reliability/`` that ``make status`` measured (``tests/reliability.py``; bad input,
+  corrupted data, killed runs, attacks on the live server, ...).
 - When the HTML build finishes, the runnable kit ``sattn-kit.zip`` (``tools/make_kit.py``) is
   written to the site's root; every chapter's run panel and the ``{book-kit}`` directive (used in
   the introduction) link it.
@@ -67,8 +68,8 @@ class BuildInfo(Directive):
 
 
 def reliability_dir() -> str:
-    """Where ``tests/reliability.py`` writes the figures (the same rule as there)."""
-    return os.environ.get("BOOK_RELIABILITY_DIR") or os.path.join(ROOT, "_build", "reliability")
+    """The committed figures that ``make status`` writes (not what a test run leaves in _build)."""
+    return os.path.join(ROOT, "data", "reliability")
 
 
 class Reliability(Directive):
@@ -78,7 +79,6 @@ class Reliability(Directive):
 
     def run(self):
         env = self.state.document.settings.env
-        env.note_reread()  # the figures belong to the test run before this build
         figures = []
         for path in sorted(glob.glob(os.path.join(reliability_dir(), "*.json"))):
             with open(path, encoding="utf-8") as f:
@@ -87,10 +87,10 @@ class Reliability(Directive):
                 except ValueError as exc:
                     raise self.error(f"book-reliability: {path} is not valid JSON ({exc})") from exc
         if not figures:
-            text = ('<p class="book-reliability-none">No reliability figures in this build: the '
-                    "tests write them, and <code>make test</code> builds the book after running "
-                    "the tests. Run <code>make test</code> to see them here.</p>")
-            return [nodes.raw("", text, format="html")]
+            raise self.error(f"book-reliability: no figures in {reliability_dir()}; run "
+                             "'make status' and commit data/reliability/")
+        for path in sorted(glob.glob(os.path.join(reliability_dir(), "*.json"))):
+            env.note_dependency(path)
         rows = []
         for fig in figures:
             ok = fig["passed"] == fig["tried"]

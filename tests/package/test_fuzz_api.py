@@ -992,6 +992,7 @@ def _fuzz():
     return tried, named, failures
 
 
+@pytest.mark.reliability
 @pytest.mark.slow
 def test_fuzz_the_public_api():
     with matplotlib.rc_context():

@@ -95,6 +95,7 @@ def test_local_cluster_writes_the_same_csv_as_jobs_1(reference, tmp_path):
     assert (tmp_path / "fig3.csv").read_bytes() == ref_csv
 
 
+@pytest.mark.reliability
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing(reference, tmp_path):
     """SIGKILL to a worker process that is running a task, once a first task has finished: Dask

@@ -65,6 +65,7 @@ def _same_json(a: bytes, b: bytes) -> bool:
         return False
 
 
+@pytest.mark.reliability
 @pytest.mark.slow
 def test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss(clean_run, tmp_path):
     src, clean = clean_run
@@ -145,7 +146,7 @@ def test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss(clean
                                     "manifests: refused with a message naming the file, nothing "
                                     "overwritten, and recovery recomputing only what was lost"),
            tried=N_CORRUPTIONS, passed=passed, unit="corruptions",
-           test="tests/package/test_store_faults.py::test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss",
+           test="tests/package/experiments/test_store_faults.py::test_every_corruption_is_refused_and_recovery_recomputes_only_the_loss",
            details={**outcomes, "per file kind": per_file}, failures=failures)
     assert not failures, f"{len(failures)} of {N_CORRUPTIONS} corruptions mishandled:\n" + "\n".join(failures)
 
@@ -165,6 +166,7 @@ def _cli(out: Path, figure="fig3") -> list[str]:
             "--jobs", "1", "--no-progress", "--out", str(out)]
 
 
+@pytest.mark.reliability
 @pytest.mark.slow
 @pytest.mark.parametrize("figure", list(KILL_RUNS))
 def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_path, figure):
@@ -226,6 +228,7 @@ def test_runs_killed_at_any_point_resume_with_nothing_lost_or_recomputed(tmp_pat
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.reliability
 def test_worker_counts_do_not_change_results(tmp_path):
     jobs = [1, 2, -1]
     csvs, failures = {}, []
@@ -243,6 +246,6 @@ def test_worker_counts_do_not_change_results(tmp_path):
     record("worker-count", title=("The same run with 1, 2 and all workers (joblib): byte-identical "
                                   "CSVs; a second run over the finished results recomputes nothing"),
            tried=len(jobs), passed=len(jobs) - sum(f.startswith("jobs=") for f in failures),
-           unit="worker counts", test="tests/package/test_store_faults.py::test_worker_counts_do_not_change_results",
+           unit="worker counts", test="tests/package/experiments/test_store_faults.py::test_worker_counts_do_not_change_results",
            details={"tasks per run": 4}, failures=failures)
     assert not failures, "\n".join(failures)
