@@ -6,11 +6,18 @@ writes ``<old>.html`` into the built site: a small page that sends the browser t
 keeping the ``#fragment`` (so a link to a theorem still lands on it), with a plain link for readers
 without JavaScript. Redirect pages carry ``<meta name="book-redirect">`` so that the site tests can
 tell them from the book's pages.
+
+When sections move from one page to another, ``book_anchor_redirects`` (old docname -> ``{to: new
+docname, anchors: [ids]}``) keeps links to them working: the old page gets a small script that,
+when the address names one of those ids (``#id``), replaces the address with the new page at the
+same id, on load and on every change of the fragment. Ids still on the old page are never
+redirected.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import posixpath
 
@@ -34,6 +41,37 @@ def is_redirect_page(text: str) -> bool:
     return '<meta name="book-redirect"' in text
 
 
+ANCHOR_SCRIPT = """(function () {{
+  var moved = {anchors}, to = {target};
+  function go() {{
+    var id = decodeURIComponent(location.hash.slice(1));
+    if (moved.indexOf(id) >= 0 && !document.getElementById(id)) location.replace(to + "#" + id);
+  }}
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", go);
+  else go();
+  window.addEventListener("hashchange", go);
+}})();"""
+
+
+def anchor_script(pagename: str, new: str, anchors: list[str]) -> str:
+    """The script that sends ``pagename.html#id`` to ``new.html#id`` for every id of ``anchors``."""
+    target = posixpath.relpath(new, posixpath.dirname(pagename) or ".") + ".html"
+    return ANCHOR_SCRIPT.format(anchors=json.dumps(list(anchors)), target=json.dumps(target))
+
+
+def _anchor_redirects(app, pagename, templatename, context, doctree):
+    entry = app.config.book_anchor_redirects.get(pagename)
+    if entry and app.builder.format == "html" and app.builder.name != "singlehtml":
+        app.add_js_file(None, body=anchor_script(pagename, entry["to"], entry["anchors"]))
+
+
+def _check_anchor_redirects(app, env):
+    for old, entry in app.config.book_anchor_redirects.items():
+        for key in (old, entry["to"]):
+            if key not in env.found_docs:
+                raise ValueError(f"book_anchor_redirects: {key!r} is not a page of the book")
+
+
 def _write_redirects(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -55,5 +93,8 @@ def _write_redirects(app, exception):
 
 def setup(app):
     app.add_config_value("book_redirects", {}, "html")
+    app.add_config_value("book_anchor_redirects", {}, "html")
+    app.connect("env-updated", _check_anchor_redirects)
+    app.connect("html-page-context", _anchor_redirects)
     app.connect("build-finished", _write_redirects)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-"""Fast vs reference engine for the d_min experiments (``python -m sattn bench``, :ref:`ch-experiments`).
+"""Fast vs reference engine for the d_min experiments (``python -m sattn bench``, :ref:`ch-computation`).
 
 Workload (identical for both engines): one target ``A`` per length (the paper's sampler), the
 per-target set-up, then the same number of draws (200) at a fixed width ``d`` just below the

@@ -12,7 +12,7 @@ Dask itself; one that keeps killing workers, or that the cluster loses, is repor
 
 References
 ----------
-:ref:`ch-experiments` (running on a Dask cluster).
+:ref:`exp-dask` in :ref:`ch-computation`.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ References
 ----------
 Theorem 1, Algorithm 1, Section 4 (experiments) of Likhosherstov, Choromanski & Weller (2021);
 Bartlett decomposition of the Wishart distribution; Higham, *Accuracy and Stability of Numerical
-Algorithms*, Sec. 3.1 (dot-product error bound). :ref:`ch-experiments`.
+Algorithms*, Sec. 3.1 (dot-product error bound). :ref:`ch-computation`.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class FastEngine:
 
     References
     ----------
-    Algorithm 1 of Likhosherstov et al. (2021); :ref:`ch-experiments`.
+    Algorithm 1 of Likhosherstov et al. (2021); :ref:`ch-computation`.
     """
 
     A: object
@@ -466,7 +466,7 @@ class FastEngine:
 
         References
         ----------
-        Algorithm 1 of Likhosherstov et al. (2021), one iteration; :ref:`ch-experiments`.
+        Algorithm 1 of Likhosherstov et al. (2021), one iteration; :ref:`ch-computation`.
         """
         d = check_int("d", d, low=1, high=self.L)
         rng = check_rng("rng", rng)
@@ -801,8 +801,8 @@ class FastEngine:
           close to ``sqrt(n) I`` (relative deviation about ``sqrt(d / n) <= 1/4``), and ``O^T``
           moves only the ``r`` directions of the stage-1 candidates, so the approximate logits
           keep most of their row-to-row variation. This skips an ``n x d x d`` product (a
-          tenth of a draw at ``L = 32768``). Measured once while this was written (15 draws
-          just below ``d_min`` each at ``L = 8192`` and ``32768``, setup k2-g2-e7-0.5), the
+          tenth of a draw at ``L = 32768``). On 15 draws
+          just below ``d_min`` each at ``L = 8192`` and ``32768`` (setup k2-g2-e7-0.5), the
           median position of the first violating row in the order was 29 vs 26 and 41 vs 37
           with the exact rows; a worse order costs blocks, never a decision.
 

@@ -11,7 +11,7 @@ against this route: the same decision on the same draw, the same success frequen
 References
 ----------
 Algorithm 1 and Section 4 of Likhosherstov, Choromanski & Weller (2021); :prf:ref:`con-alg-1`,
-:ref:`ch-experiments`.
+:ref:`ch-computation`.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def reference_level(A, eps1, eps2, d, n_draws, rng, *, method="svd", factors=Non
 
     References
     ----------
-    Algorithm 1 and Section 4 of Likhosherstov et al. (2021); :ref:`ch-experiments`.
+    Algorithm 1 and Section 4 of Likhosherstov et al. (2021); :ref:`ch-computation`.
     """
     A = as_matrix("A", A, square=True)
     rng = check_rng("rng", rng)

@@ -2,7 +2,7 @@
 
 One JSON file per finished task, written atomically (temporary file, fsync, ``os.replace``) and
 carrying its own SHA-256; a rerun after any interruption (even ``kill -9``) recomputes no finished
-task, and refuses to continue on a corrupted file or manifest (:ref:`ch-experiments`). One run at a
+task, and refuses to continue on a corrupted file or manifest (:ref:`ch-computation`). One run at a
 time writes to an output folder: :class:`OutputLock` (an exclusive ``flock`` on
 ``<out>/.reproduce.lock``) refuses a second run before it touches anything.
 """

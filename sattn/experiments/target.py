@@ -3,7 +3,7 @@
 :func:`prepare_target` stores the support of ``A`` and the logits ``B`` of eq. (8) row by row
 (``k`` entries per row instead of ``L``), and :func:`draw_generator` names each draw's random
 numbers by the draw's identity (task, width, draw index), so that results do not depend on the
-order or the number of workers (:ref:`ch-experiments`).
+order or the number of workers (:ref:`ch-computation`).
 """
 
 from __future__ import annotations

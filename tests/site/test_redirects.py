@@ -1,6 +1,10 @@
-"""Old chapter URLs still work: each one named in ``_config.yml``'s ``book_redirects`` (the file
-names before chapters were numbered as displayed) is requested in Chromium, with a fragment, and
-must land on its new page at that fragment."""
+"""Old chapter URLs and moved sections still work.
+
+Each URL named in ``_config.yml``'s ``book_redirects`` (the file names before chapters were
+numbered as displayed) is requested in Chromium, with a fragment, and must land on its new page at
+that fragment. Each id named in ``book_anchor_redirects`` (sections that moved to another page,
+such as the engine material of Chapter 7 now in the appendix) is requested on its old page and must
+land on its new page at that id."""
 
 from __future__ import annotations
 
@@ -46,3 +50,51 @@ def test_old_urls_land_on_the_new_pages(html_dir):
         ctx.close()
     assert not blocked
 
+
+
+with open(os.path.join(ROOT, "_config.yml"), encoding="utf-8") as f:
+    ANCHOR_REDIRECTS = yaml.safe_load(f)["sphinx"]["config"]["book_anchor_redirects"]
+
+
+def page_ids(html_dir: str, docname: str) -> set[str]:
+    with open(os.path.join(html_dir, docname + ".html"), encoding="utf-8") as f:
+        return set(re.findall(r'\bid="([^"]+)"', f.read()))
+
+
+def test_moved_sections_are_on_their_new_page_only(html_dir):
+    """Every moved id is an id of its new page and no longer one of the old page, whose HTML
+    carries the script that forwards it."""
+    assert "chapters/07_experiments" in ANCHOR_REDIRECTS
+    for old, entry in ANCHOR_REDIRECTS.items():
+        new_ids, old_ids = page_ids(html_dir, entry["to"]), page_ids(html_dir, old)
+        missing = [a for a in entry["anchors"] if a not in new_ids]
+        assert not missing, f"{old} -> {entry['to']}: ids not on the new page: {missing}"
+        still = [a for a in entry["anchors"] if a in old_ids]
+        assert not still, f"{old}: ids still on the old page (they would not redirect): {still}"
+        with open(os.path.join(html_dir, old + ".html"), encoding="utf-8") as f:
+            assert redirects.anchor_script(old, entry["to"], entry["anchors"]) in f.read(), old
+
+
+def test_moved_sections_redirect_in_the_browser(html_dir):
+    blocked = []
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, blocked=blocked)
+        page = ctx.new_page()
+        for old, entry in ANCHOR_REDIRECTS.items():
+            kept = sorted(page_ids(html_dir, old) & {"summary", "exercises"})
+            for anchor in entry["anchors"]:
+                page.goto(f"{base}{old}.html#{anchor}")
+                page.wait_for_url(re.compile(re.escape(f"{base}{entry['to']}.html#{anchor}") + "$"),
+                                  timeout=10000)
+                assert page.evaluate("id => !!document.getElementById(id)", anchor), (old, anchor)
+            for anchor in kept:                  # an id still on the old page stays there
+                page.goto(f"{base}{old}.html#{anchor}")
+                page.wait_for_timeout(300)
+                assert page.url == f"{base}{old}.html#{anchor}", (old, anchor, page.url)
+            # a fragment changed on the old page (a link followed there) is forwarded too
+            page.goto(f"{base}{old}.html")
+            page.evaluate("id => { location.hash = id; }", entry["anchors"][0])
+            page.wait_for_url(re.compile(re.escape(f"{base}{entry['to']}.html#{entry['anchors'][0]}")
+                                         + "$"), timeout=10000)
+        ctx.close()
+    assert not blocked
