@@ -365,7 +365,8 @@ def make_handler(session: LiveSession):
             token, why = session.exchange(key.strip())
             if token is None:
                 return self._refuse(403, f"refused by make live: {why}")
-            self._answer(200, json.dumps({"token": token}).encode(), "application/json")
+            # close: a request body, if any was sent, is never read
+            self._answer(200, json.dumps({"token": token}).encode(), "application/json", close=True)
 
         def do_GET(self):
             if self._malformed():

@@ -174,15 +174,19 @@ class Live:
         """Press Enter in the terminal of make live: a new one-time launch address."""
         self.proc.stdin.write("\n")
         self.proc.stdin.flush()
-        t0 = time.time()
-        while time.time() - t0 < 20:
+        t0, seen = time.time(), []
+        while time.time() - t0 < 60:
             try:
                 line = self._lines.get(timeout=1)
             except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
                 continue
+            seen.append(line)
             if line.startswith("LIVE KEY "):
                 return line.split()[2]
-        raise AssertionError("make live printed no new address after Enter")
+        raise AssertionError(f"make live (exit code {self.proc.poll()}) printed no new address "
+                             "after Enter; it printed:\n" + "".join(seen))
 
     def new_key(self) -> str:
         return _key_of(self.new_launch())
