@@ -1,13 +1,61 @@
 // Live recomputation of the cells tagged "live" (see README, "Live figures").
 // On the static website (window.BOOK_LIVE is null) each live cell only says how to make it live.
 // Under `make live`, book-live-config.js says that the book's own server forwards /jupyter/ to a
-// private Jupyter server (the page holds no token: the server adds it, for same-origin requests from
-// a browser that opened the one-time address only). "Run live" then loads thebe (served by the book,
-// from npm), starts a kernel, runs the page's earlier code cells as setup, and runs the live cells in
-// it, so their widgets recompute on every change.
+// private Jupyter server, and where to exchange a launch key. The address `make live` prints ends in
+// #live=KEY: a fragment, which the browser never sends to a server. This script removes it from the
+// address bar at once and exchanges the key (single use, short-lived) for a session token, kept in
+// this tab's sessionStorage of the book's origin, which no other origin (another port included) can
+// read. "Run live" then loads thebe (served by the book, from npm) with that token: thebe sends it
+// as "Authorization: token ..." on every request and as ?token= on its WebSockets. It starts a
+// kernel, runs the page's earlier code cells as setup, and runs the live cells in it, so their
+// widgets recompute on every change.
 (function () {
   "use strict";
   var state = { started: null };
+  var TOKEN_KEY = "book-live-token";
+  var cfg = window.BOOK_LIVE;
+
+  function storedToken() {
+    try { return window.sessionStorage.getItem(TOKEN_KEY); } catch (e) { return null; }
+  }
+
+  function setSessionState(s) { document.documentElement.dataset.bookLiveSession = s; }
+
+  // The one-time key of the launch address, removed from the address bar and the history.
+  function takeLaunchKey() {
+    var m = /^#live=([A-Za-z0-9_-]+)$/.exec(window.location.hash);
+    if (!m) return null;
+    window.history.replaceState(window.history.state, "",
+                                window.location.pathname + window.location.search);
+    return m[1];
+  }
+
+  async function exchange(key) {
+    var res = await fetch(new URL(cfg.exchangeUrl, window.location.origin).href, {
+      method: "POST", headers: { "X-Book-Live-Key": key }, credentials: "omit", cache: "no-store",
+    });
+    if (!res.ok) throw new Error((await res.text()).trim() || "HTTP " + res.status);
+    var token = (await res.json()).token;
+    window.sessionStorage.setItem(TOKEN_KEY, token);
+    return token;
+  }
+
+  // A promise of this tab's session token, or null when the tab has none.
+  var session = null;
+  if (cfg) {
+    var key = takeLaunchKey();
+    if (key) session = exchange(key);
+    else if (storedToken()) session = Promise.resolve(storedToken());
+    if (session) {
+      session.then(function () { setSessionState("ready"); },
+                   function (err) {
+                     console.warn("live session refused:", err.message);
+                     setSessionState("error");
+                   });
+    } else {
+      setSessionState("none");
+    }
+  }
 
   function root() {
     var r = document.documentElement.dataset.content_root || "./";
@@ -56,8 +104,17 @@
   }
 
   async function start() {
-    var cfg = window.BOOK_LIVE, base = root();
+    var base = root();
     var server = new URL(cfg.baseUrl, window.location.origin).href;
+    var token = await session;
+    // one plain request first, so that a refused token gets the server's own explanation
+    var check = await fetch(server + "api/status", {
+      headers: { Authorization: "token " + token }, credentials: "omit", cache: "no-store",
+    });
+    if (check.status === 403) {
+      window.sessionStorage.removeItem(TOKEN_KEY);
+      throw new Error((await check.text()).trim());
+    }
     var liveCells = Array.from(document.querySelectorAll("div.cell.tag_live"));
     var allCells = Array.from(document.querySelectorAll("div.cell"));
     var last = allCells.indexOf(liveCells[liveCells.length - 1]);
@@ -83,7 +140,7 @@
       mountActivateWidget: false, mountStatusWidget: false,
       mountRunAllButton: false, mountRestartAllButton: false,
       selector: "[data-book-live]", outputSelector: "[data-book-live-output]",
-      serverSettings: { baseUrl: server, token: "", appendToken: false },
+      serverSettings: { baseUrl: server, token: token, appendToken: true },
       kernelOptions: { kernelName: "python3", path: notebookPath() },
       mathjaxUrl: base + "_static/mathjax/tex-mml-chtml.js",
     });
@@ -127,16 +184,21 @@
       bar.appendChild(badge);
       var status = document.createElement("span");
       status.className = "book-live-status";
-      if (window.BOOK_LIVE && !window.BOOK_LIVE.session) {
-        status.textContent = "live mode is on, but this browser has no session yet: open the " +
-          "address that `make live` printed (it carries a one-time key), then reload";
-      } else if (window.BOOK_LIVE) {
+      if (cfg && !session) {
+        status.textContent = "live mode is on, but this tab has no live session: open the " +
+          "address that `make live` printed (its key works once; press Enter in the terminal " +
+          "of `make live` for a new one)";
+      } else if (cfg) {
         var b = document.createElement("button");
         b.type = "button"; b.className = "book-live-run"; b.textContent = "Run live";
         b.title = "start a kernel on the local Jupyter server and recompute this figure";
         b.addEventListener("click", onClick);
         bar.appendChild(b);
         status.textContent = "computed when the book was built; press Run live to recompute";
+        session.catch(function (err) {
+          b.disabled = true;
+          status.textContent = "live session refused: " + err.message;
+        });
       } else {
         status.textContent = "this copy was computed when the book was built; its controls " +
           "recompute in a kernel: run `make live` (or open the chapter in JupyterLab)";

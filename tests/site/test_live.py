@@ -2,37 +2,88 @@
 
 The real ``make live`` is started (the book on 127.0.0.1, a Jupyter server on a private Unix socket
 behind it). The book's own live cell is started from the page in Chromium, one of its sliders moved,
-the figure recomputed by the kernel. Then a page on a *second origin* (another port of 127.0.0.1,
-served by a plain ``http.server``), opened in the same browser after the reader has started a
-session, tries the attack of issue #16: read the token, start a kernel, open WebSockets, run code.
-Each step must fail. Nothing may leave 127.0.0.1.
+the figure recomputed by the kernel. Then the same-machine attacks are tried, each of which must
+fail:
+
+- a page on a *second origin* (another port of 127.0.0.1, served by a logging ``http.server``),
+  opened in the same browser after the reader started a session: read the token, start a kernel or
+  a terminal, open WebSockets, run code, get a session token, frame the book;
+- everything that second server saw (every header of every request, cookies included) replayed
+  from Python against kernels, terminals, contents and the channels WebSocket, with and without a
+  forged ``Origin`` of the book, and every value it saw tried as a token;
+- cookies set by the other port for the whole host (``Path=/``): the book must keep working;
+- a launch key used twice, an expired key, a key sent from another origin;
+- forged headers for each forwarding rule, framing, and malformed paths (NUL, bad encoding, ``..``).
+
+The counts go to the status page (``tests/reliability.py``, figure ``live-attacks``).
+Nothing may leave 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import signal
+import socket
 import stat
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
+from reliability import record
 
 from conftest import ROOT, built_pages
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
+ATTACK_DIR = os.path.join(HERE, "attack")
 
 # Hard imports, not importorskip: a missing Playwright (it is in requirements.txt) or a broken
 # tools/browser.py must fail the suite, not turn every browser test into a skip.
 import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
 import playwright.sync_api  # noqa: E402, F401
 import serve_live  # noqa: E402
+
+#: What the server on the other port sets for the whole host (cookies are not separated by port).
+EVIL_COOKIES = {"book_live_session": "forged", "username-127-0-0-1": "forged", "_xsrf": "forged",
+                "book-live-token": "forged"}
+SECURITY = {"content-security-policy": "frame-ancestors 'self'", "x-frame-options": "SAMEORIGIN"}
+
+# Every test of this module feeds the live-attack figure of the status page: `make status` runs them all.
+pytestmark = pytest.mark.reliability
+
+#: attack category -> [tried, refused]; written to the status page when the module ends
+ATTACKS: dict[str, list[int]] = {}
+
+
+def _count(category: str, refused: bool) -> bool:
+    c = ATTACKS.setdefault(category, [0, 0])
+    c[0] += 1
+    c[1] += bool(refused)
+    return refused
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _record_attacks():
+    ATTACKS.clear()
+    yield
+    if ATTACKS:
+        tried = sum(t for t, _ in ATTACKS.values())
+        refused = sum(r for _, r in ATTACKS.values())
+        record("live-attacks",
+               title=("Attacks on make live from another origin of the same machine (a page on "
+                      "another port of 127.0.0.1 in the reader's browser, replays of all it saw "
+                      "from Python with a forged Origin, reused or expired launch keys, forged "
+                      "headers, framing, malformed paths): refused"),
+               tried=tried, passed=refused, unit="attacks", test="tests/site/test_live.py",
+               details={k: f"{r} of {t} refused" for k, (t, r) in sorted(ATTACKS.items())})
 
 
 def _live_pages(html_dir):
@@ -54,6 +105,40 @@ def _request(url, *, method="GET", headers=None, data=None):
             return r.status, r.headers, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read().decode()
+
+
+def _raw(book: str, request: bytes, timeout: float = 10, head_only: bool = False) -> bytes:
+    """Send raw bytes to the book's port; return what comes back until it closes (or times out,
+    or, with ``head_only``, until the answer's headers are complete)."""
+    parts = urlsplit(book)
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as s:
+        s.sendall(request)
+        data = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+                if head_only and b"\r\n\r\n" in data:
+                    break
+        except socket.timeout:
+            pass
+    return data
+
+
+def _ws_status(book: str, path: str, headers: dict) -> int:
+    """The status the book's server answers to a WebSocket handshake for ``path``."""
+    host = urlsplit(book).netloc
+    lines = [f"GET /{path} HTTP/1.1", f"Host: {headers.get('Host', host)}", "Connection: Upgrade",
+             "Upgrade: websocket", "Sec-WebSocket-Version: 13",
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
+    lines += [f"{k}: {v}" for k, v in headers.items()
+              if k.lower() not in ("host", "connection", "upgrade", "sec-websocket-version",
+                                   "sec-websocket-key", "content-length")]
+    answer = _raw(book, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), timeout=5, head_only=True)
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", answer)
+    return int(m.group(1)) if m else 0
 
 
 def _children(pid: int) -> list[int]:
@@ -78,26 +163,72 @@ def _descendants(pid: int) -> list[int]:
     return seen
 
 
+class Live:
+    """A running ``make live``: its book URL, first launch address, pid, and new addresses."""
+
+    def __init__(self, proc: subprocess.Popen, book: str, launch: str, lines: queue.Queue):
+        self.proc, self.book, self.launch, self.pid, self._lines = proc, book, launch, proc.pid, lines
+
+    @property
+    def origin(self) -> str:
+        return self.book.rstrip("/")
+
+    def new_launch(self) -> str:
+        """Press Enter in the terminal of make live: a new one-time launch address."""
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        t0, seen = time.time(), []
+        while time.time() - t0 < 60:
+            try:
+                line = self._lines.get(timeout=1)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            seen.append(line)
+            if line.startswith("LIVE KEY "):
+                return line.split()[2]
+        raise AssertionError(f"make live (exit code {self.proc.poll()}) printed no new address "
+                             "after Enter; it printed:\n" + "".join(seen))
+
+    def new_key(self) -> str:
+        return _key_of(self.new_launch())
+
+
+def _key_of(launch: str) -> str:
+    assert "#live=" in launch and "?" not in launch, f"the key must be in the fragment: {launch}"
+    return launch.split("#live=", 1)[1]
+
+
 @pytest.fixture(scope="module")
 def live_server(html_dir):
-    """The real ``make live`` on a free port; yields (book url, one-time address, make's pid)."""
+    """The real ``make live`` on a free port, its stdin a pipe (Enter: a new launch address)."""
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "live", "PORT=0", f"LIVE_HTML={html_dir}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=True)
-    lines = []
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    seen: list[str] = []
+
+    def reader():  # read all output, so that a full pipe never blocks the servers
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=reader, daemon=True).start()
     try:
         t0 = time.time()
-        while time.time() - t0 < 120:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
+        ready = None
+        while time.time() - t0 < 120 and ready is None and proc.poll() is None:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            seen.append(line)
             if line.startswith("LIVE READY"):
-                _, _, book, launch = line.split()
-                yield book, launch, proc.pid
-                break
-        if not lines or not lines[-1].startswith("LIVE READY"):
-            pytest.fail("make live did not come up:\n" + "".join(lines))
+                ready = line.split()
+        if ready is None:
+            pytest.fail("make live did not come up:\n" + "".join(seen))
+        yield Live(proc, ready[2], ready[3], lines)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -106,23 +237,31 @@ def live_server(html_dir):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _exchange(book: str, key: str, origin: str | None = None, **extra):
+    headers = {serve_live.KEY_HEADER: key, **extra}
+    if origin is not None:
+        headers["Origin"] = origin
+    return _request(book + "live-session", method="POST", headers=headers, data=b"")
+
+
 @pytest.fixture(scope="module")
-def session_cookie(live_server):
-    book, launch, _ = live_server
-    status, headers, _ = _request(launch)
-    assert status == 303, status
-    cookie = headers["Set-Cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
-    return cookie.split(";", 1)[0]
+def session_token(live_server):
+    """A session token, got as the book's page gets one: the launch key for a token, once."""
+    status, headers, body = _exchange(live_server.book, _key_of(live_server.launch),
+                                      live_server.origin, **{"Sec-Fetch-Site": "same-origin"})
+    assert status == 200, (status, body)
+    assert "Set-Cookie" not in headers, "make live must set no cookie"
+    return json.loads(body)["token"]
 
 
-def _same_origin(book, cookie, **extra):
-    return {"Origin": book.rstrip("/"), "Sec-Fetch-Site": "same-origin", "Cookie": cookie, **extra}
+def _same_origin(book, token, **extra):
+    return {"Origin": book.rstrip("/"), "Sec-Fetch-Site": "same-origin",
+            "Authorization": f"token {token}", **extra}
 
 
-def _kernels(book, cookie) -> set[str]:
+def _kernels(book, token) -> set[str]:
     """The ids of the running kernels, asked through the proxy as the book's own page would."""
-    status, _, body = _request(book + "jupyter/api/kernels", headers=_same_origin(book, cookie))
+    status, _, body = _request(book + "jupyter/api/kernels", headers=_same_origin(book, token))
     assert status == 200, (status, body)
     return {k["id"] for k in json.loads(body)}
 
@@ -138,6 +277,11 @@ def _jupyter_server(make_pid: int) -> int:
     raise AssertionError("no Jupyter server process under make live")
 
 
+def _jupyter_token(make_pid: int) -> str:
+    env = open(f"/proc/{_jupyter_server(make_pid)}/environ", "rb").read().split(b"\0")
+    return dict(e.split(b"=", 1) for e in env if b"=" in e)[b"JUPYTER_TOKEN"].decode()
+
+
 def _listening_tcp_inodes() -> set[str]:
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -150,10 +294,83 @@ def _listening_tcp_inodes() -> set[str]:
 
 
 def _open_session(page, launch):
-    """Open the one-time address as the reader does: it lands on the book's start page."""
+    """Open the launch address as the reader does: it is the book's start page; the page removes
+    the key from the address and exchanges it for this tab's session token."""
     page.goto(launch, wait_until="load")
-    page.wait_for_url(re.compile(r"/chapters/intro\.html$"), timeout=20000)
-    page.wait_for_load_state("load")
+    page.wait_for_function("() => document.documentElement.dataset.bookLiveSession", timeout=20000)
+    state = page.evaluate("() => document.documentElement.dataset.bookLiveSession")
+    assert state == "ready", f"the live session was refused: {state}"
+    assert re.search(r"/chapters/intro\.html$", page.url), page.url  # the key is gone from the URL
+    token = page.evaluate("() => sessionStorage.getItem('book-live-token')")
+    assert token and len(token) >= 32
+    return token
+
+
+@pytest.fixture()
+def other_port():
+    """A server on another port of 127.0.0.1 (the attack pages): logs every request it gets, with
+    all its headers, and sets cookies for the whole host on every answer."""
+    log: list[dict] = []
+
+    class Other(browser_mod._QuietHandler):
+        protocol_version = "HTTP/1.1"
+
+        def end_headers(self):
+            for name, value in EVIL_COOKIES.items():
+                self.send_header("Set-Cookie", f"{name}={value}; Path=/")
+            super().end_headers()
+
+        def _log(self):
+            log.append({"method": self.command, "path": self.path, "headers": list(self.headers.items())})
+
+        def do_GET(self):
+            self._log()
+            name = urlsplit(self.path).path.lstrip("/")
+            if not os.path.isfile(os.path.join(ATTACK_DIR, name)):  # any path (/jupyter/... too):
+                # a cookie with a narrower Path of the book's would be sent there
+                body = b"<!DOCTYPE html><title>another port</title><p>another port"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def do_HEAD(self):
+            self._log()
+            super().do_HEAD()
+
+        def do_POST(self):
+            self._log()
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    with browser_mod.serve_directory(ATTACK_DIR, handler=Other) as url:
+        yield url, log
+
+
+def _cookie_pairs(header: str) -> list[tuple[str, str]]:
+    """Every (name, value) of a Cookie header, duplicates of a name included."""
+    pairs = [p.strip().partition("=") for p in header.split(";") if p.strip()]
+    return [(name, value) for name, _, value in pairs]
+
+
+def _assert_no_credential(log: list[dict], secrets_: list[str]):
+    """Nothing the other port received holds a secret of make live, and the only cookies it got
+    are its own."""
+    assert log, "the browser sent nothing to the other port"
+    for entry in log:
+        text = entry["path"] + "\n" + "\n".join(f"{k}: {v}" for k, v in entry["headers"])
+        for s in secrets_:
+            assert s not in text, f"a secret of make live reached the other port: {entry}"
+        for k, v in entry["headers"]:
+            if k.lower() == "cookie":
+                got = _cookie_pairs(v)
+                assert set(got) <= set(EVIL_COOKIES.items()), f"a cookie from the book reached the other port: {got}"
+            if k.lower() == "authorization":
+                raise AssertionError(f"an Authorization header reached the other port: {entry}")
 
 
 def test_static_site_explains_live_cells(html_dir):
@@ -170,15 +387,13 @@ def test_static_site_explains_live_cells(html_dir):
 def test_jupyter_server_has_no_port_and_its_token_stays_private(live_server):
     """The Jupyter server listens on a 0600 Unix socket in a 0700 folder and on no TCP port; its
     token is in its environment only (not its command line, which every user can read)."""
-    _, _, make_pid = live_server
-    pid = _jupyter_server(make_pid)
+    pid = _jupyter_server(live_server.pid)
     cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
     sock = next(a for a in cmd if a.startswith(b"--ServerApp.sock=")).split(b"=", 1)[1].decode()
     assert stat.S_ISSOCK(os.stat(sock).st_mode)
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
-    token = dict(e.split(b"=", 1) for e in open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-                 if b"=" in e)[b"JUPYTER_TOKEN"]
+    token = _jupyter_token(live_server.pid).encode()
     assert len(token) >= 32 and token not in b" ".join(cmd)
     fds = []
     for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -191,38 +406,145 @@ def test_jupyter_server_has_no_port_and_its_token_stays_private(live_server):
     assert not socket_inodes & _listening_tcp_inodes(), "the Jupyter server listens on a TCP port"
 
 
-def test_proxy_refuses_everything_but_the_books_own_pages(live_server, session_cookie):
+def test_proxy_refuses_everything_but_the_books_own_pages(live_server, session_token):
     """The rules of tools/serve_live.py, each tried on the real server with forged headers."""
-    book, launch, _ = live_server
+    book = live_server.book
     url = book + "jupyter/api/kernels"
-    own = book.rstrip("/")
+    own = live_server.origin
     port = int(own.rsplit(":", 1)[1])
+    auth = f"token {session_token}"
+    spent_key = _key_of(live_server.launch)  # exchanged by the session_token fixture
     cases = {
-        "no cookie": {"Origin": own, "Sec-Fetch-Site": "same-origin"},
-        "other origin": {"Origin": f"http://127.0.0.1:{port + 1}", "Cookie": session_cookie},
-        "same site, other port": {"Origin": own, "Sec-Fetch-Site": "same-site", "Cookie": session_cookie},
-        "cross site": {"Origin": own, "Sec-Fetch-Site": "cross-site", "Cookie": session_cookie},
+        "no token": {"Origin": own, "Sec-Fetch-Site": "same-origin"},
+        "wrong token": {"Origin": own, "Authorization": "token guess"},
+        "empty token": {"Origin": own, "Authorization": "token "},
+        "the spent launch key as token": {"Origin": own, "Authorization": f"token {spent_key}"},
+        "token in a cookie": {"Origin": own, "Cookie": f"book-live-token={session_token}"},
+        "other origin": {"Origin": f"http://127.0.0.1:{port + 1}", "Authorization": auth},
+        "same site, other port": {"Origin": own, "Sec-Fetch-Site": "same-site", "Authorization": auth},
+        "cross site": {"Origin": own, "Sec-Fetch-Site": "cross-site", "Authorization": auth},
         "DNS rebinding": {"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}",
-                          "Cookie": session_cookie},
-        "POST without Origin": {"Cookie": session_cookie},
-        "wrong cookie": {"Origin": own, "Cookie": "book_live_session=guess"},
+                          "Authorization": auth},
+        "POST without Origin": {"Authorization": auth},
+        "valid header, wrong ?token=": {"Origin": own, "Authorization": auth, "_query": "?token=guess"},
     }
-    before = _kernels(book, session_cookie)
+    before = _kernels(book, session_token)
     for name, headers in cases.items():
-        status, _, body = _request(url, method="POST", headers=headers, data=b"{}")
-        assert status == 403 and "refused by make live" in body, (name, status, body)
-    status, _, body = _request(book + "jupyter/api/events/subscribe",
-                               headers={"Cookie": session_cookie, "Connection": "Upgrade",
-                                        "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-                                        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
-    assert status == 403, ("WebSocket without Origin", status, body)
-    assert _kernels(book, session_cookie) == before
-    assert _request(launch.replace("live=", "live=x"))[0] == 403
+        query = headers.pop("_query", "")
+        status, _, body = _request(url + query, method="POST", headers=headers, data=b"{}")
+        assert _count("forged headers", status == 403 and "refused by make live" in body), (name, status, body)
+    ws_cases = {
+        "WebSocket without Origin": {"Authorization": auth},
+        "WebSocket without token": {"Origin": own},
+        "WebSocket, wrong ?token=": {"Origin": own, "_query": "?token=guess"},
+    }
+    for name, headers in ws_cases.items():
+        query = headers.pop("_query", "")
+        status = _ws_status(book, "jupyter/api/events/subscribe" + query, headers)
+        assert _count("forged headers", status == 403), (name, status)
+    assert _kernels(book, session_token) == before
     assert _request(book, method="POST", data=b"x")[0] == 405  # the book itself is read-only
+    # the token itself works, as a header and as ?token= (how thebe's WebSockets send it)
+    assert _request(book + "jupyter/api/status", headers=_same_origin(book, session_token))[0] == 200
+    assert _ws_status(book, f"jupyter/api/events/subscribe?token={quote(session_token)}",
+                      {"Origin": own}) == 101
 
 
-def test_live_figure_recomputes_in_a_kernel(html_dir, live_server):
-    book, launch, _ = live_server
+def test_launch_key_works_once_and_only_from_the_books_origin(live_server):
+    """A key from the launch address gives one session token, once; sent from another origin, or
+    with another Host, it is refused (and not spent); the old ?live= query sets nothing."""
+    book, own = live_server.book, live_server.origin
+    port = int(own.rsplit(":", 1)[1])
+    key = live_server.new_key()
+    refusals = {
+        "other origin": _exchange(book, key, f"http://127.0.0.1:{port + 1}"),
+        "same site": _exchange(book, key, own, **{"Sec-Fetch-Site": "same-site"}),
+        "no Origin": _exchange(book, key),
+        "DNS rebinding": _exchange(book, key, f"http://attacker.example:{port}",
+                                   Host=f"attacker.example:{port}"),
+        "unknown key": _exchange(book, key[:-2] + ("aa" if not key.endswith("aa") else "bb"), own),
+        "no key": _request(book + "live-session", method="POST", headers={"Origin": own}, data=b""),
+    }
+    for name, (status, _, body) in refusals.items():
+        assert _count("launch-key misuse", status == 403 and "refused by make live" in body), (name, status, body)
+    status, headers, body = _exchange(book, key, own)
+    assert status == 200, (status, body)  # the refusals above did not spend it
+    assert "Set-Cookie" not in headers
+    token = json.loads(body)["token"]
+    assert _request(book + "jupyter/api/status", headers=_same_origin(book, token))[0] == 200
+    status, _, body = _exchange(book, key, own)
+    assert _count("launch-key misuse", status == 403 and "already been used" in body), (status, body)
+    # the former launch address, ?live=KEY in the query: the book's start page, and nothing else
+    status, headers, _ = _request(f"{book}?live={live_server.new_key()}")
+    assert status == 200 and "Set-Cookie" not in headers
+
+
+def test_an_expired_launch_key_is_refused(html_dir):
+    """The same handler with a key lifetime of half a second: the key is refused after it."""
+    holder = {}
+
+    def handler(*a, **kw):
+        return holder["cls"](*a, **kw)
+
+    with browser_mod.serve_directory(html_dir, handler=handler) as base:
+        session = serve_live.LiveSession(urlsplit(base).port, "/nonexistent.sock", "x" * 64, key_ttl=0.5)
+        holder["cls"] = serve_live.make_handler(session)
+        old = session.new_key()
+        time.sleep(1.0)
+        status, _, body = _exchange(base, old, base.rstrip("/"))
+        assert _count("launch-key misuse", status == 403 and "expired" in body), (status, body)
+        session.key_ttl = 300
+        fresh = session.new_key()
+        assert _exchange(base, fresh, base.rstrip("/"))[0] == 200
+    with pytest.raises(ValueError, match="key_ttl"):
+        serve_live.LiveSession(1, "/x", "y", key_ttl=0)
+
+
+def test_every_answer_forbids_framing(live_server, session_token):
+    """Pages, scripts, refusals, errors and the forwarded Jupyter answers all carry
+    frame-ancestors 'self' and X-Frame-Options (and no cookie)."""
+    book = live_server.book
+    answers = {
+        "start page": _request(book + "chapters/intro.html"),
+        "live config": _request(book + "_static/book-live-config.js"),
+        "missing file": _request(book + "no-such-page.html"),
+        "refused": _request(book + "jupyter/api/kernels"),
+        "read-only": _request(book, method="POST", data=b"x"),
+        "malformed": _request(book + "index.html%00.js"),
+        "forwarded": _request(book + "jupyter/api/status", headers=_same_origin(book, session_token)),
+    }
+    for name, (status, headers, body) in answers.items():
+        for k, v in SECURITY.items():
+            assert v in (headers.get_all(k) or []), (name, status, k, headers.items())
+        assert not headers.get_all("Set-Cookie"), (name, headers.get_all("Set-Cookie"))
+    assert answers["forwarded"][0] == 200
+    config = json.loads(answers["live config"][2].split("window.BOOK_LIVE = ", 1)[1].rstrip().rstrip(";"))
+    assert config == {"baseUrl": "/jupyter/", "exchangeUrl": "/live-session"}, config  # no session state
+
+
+def test_malformed_paths_get_400(live_server):
+    """NUL, other control characters, bad percent-encoding and '..' get 400, on the book and on
+    the proxy, and the server keeps serving (no dropped connection, no uncaught exception)."""
+    book = live_server.book
+    host = urlsplit(book).netloc
+    targets = ["/index.html%00.js", "/%00", "/chapters/%zz.html", "/%ff%fe.html", "/%", "/x%0d%0aSet-Cookie:%20a=b",
+               "/../../../etc/passwd", "/_static/%2e%2e/%2e%2e/%2e%2e/etc/passwd", "/chapters/..%2f..%2fetc",
+               "/jupyter/api/kernels%00", "/jupyter/api/kernels?x=%00", "/jupyter/../etc/passwd",
+               "/index.html\x01", "/_static/book-live-config.js%00"]
+    for target in targets:
+        for method in ("GET", "HEAD", "POST"):
+            answer = _raw(book, f"{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n"
+                                f"Connection: close\r\n\r\n".encode("latin-1"))
+            assert _count("malformed paths", answer.startswith(b"HTTP/1.1 400 ")), (method, target, answer[:200])
+    assert _request(book + "chapters/intro.html")[0] == 200
+
+
+def test_live_figure_recomputes_in_a_kernel(html_dir, live_server, other_port):
+    """The reader's own live page, after another port of 127.0.0.1 has set cookies for the whole
+    host (``book_live_session=...; Path=/`` among them): the session still works, the figure
+    recomputes, and that other port never receives a credential."""
+    book, launch = live_server.book, live_server.new_launch()
+    other, log = other_port
     pages = _live_pages(html_dir)
     assert pages, "no cell of the book is tagged 'live'"
     name = pages[0]
@@ -234,11 +556,15 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server):
         page.on("console", lambda m: m.type == "error" and errors.append(
             f"{m.text} @ {m.location.get('url', '')}"))
         page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-        page.on("response", lambda r: r.status >= 400 and errors.append(f"{r.url} (HTTP {r.status})"))
-        page.goto(book + name, wait_until="load")  # before the one-time address: no session yet
+        page.on("response", lambda r: r.status >= 400 and r.url.startswith(book) and errors.append(
+            f"{r.url} (HTTP {r.status})"))
+        page.goto(book + name, wait_until="load")  # before the launch address: no session yet
         assert "open the address" in page.inner_text("div.cell.tag_live .book-live-status")
         assert page.locator("div.cell.tag_live .book-live-run").count() == 0
-        _open_session(page, launch)  # the reader opens the address make live printed
+        token = _open_session(page, launch)  # the reader opens the address make live printed
+        assert ctx.cookies() == [], f"make live set cookies: {ctx.cookies()}"
+        page.goto(other + "cookies.html", wait_until="load")  # another port: it sets cookies
+        assert {c["name"] for c in ctx.cookies()} == set(EVIL_COOKIES)
         page.goto(book + name, wait_until="load")
         button = page.locator("div.cell.tag_live .book-live-run").first
         button.wait_for(timeout=20000)
@@ -266,48 +592,121 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server):
             page.wait_for_timeout(200)
             after = out.evaluate(FINGERPRINT_JS)
         assert after != before, "moving the slider did not recompute the figure in the kernel"
+        for path in ("cookies.html", "jupyter/api/kernels", "_static/x.js"):  # once more, after
+            page.goto(f"{other}{path}?after=live", wait_until="load")
         ctx.close()
     assert not blocked, "requests to outside hosts (blocked):\n" + "\n".join(blocked)
     assert not errors, "console errors:\n" + "\n".join(errors)
+    _assert_no_credential(log, [token, _key_of(launch), _jupyter_token(live_server.pid)])
 
 
-def test_a_page_on_another_origin_cannot_use_make_live(live_server, session_cookie, tmp_path):
-    """Issue #16's attack in the real Chromium, after the reader has opened a live session in the
-    same browser (so the browser holds the session cookie, the worst case)."""
-    book, launch, make_pid = live_server
-    token = dict(e.split(b"=", 1) for e in open(f"/proc/{_jupyter_server(make_pid)}/environ", "rb")
-                 .read().split(b"\0") if b"=" in e)[b"JUPYTER_TOKEN"].decode()
+def _replay(live: Live, log: list[dict], kernel: str) -> dict[str, int]:
+    """Replay from Python everything the other port received, against the proxy: its headers as
+    they were (cookies included), then with a forged Origin of the book, and every value it saw
+    (cookie values, query values) as a token. Returns {description: status} of every try."""
+    book, own = live.book, live.origin
+    seen_headers, values = [], set()
+    for entry in log:
+        h = {k: v for k, v in entry["headers"] if k.lower() not in ("host", "content-length", "connection")}
+        if h not in seen_headers:
+            seen_headers.append(h)
+        values.update(v for _, v in parse_qsl(urlsplit(entry["path"]).query))
+        for k, v in entry["headers"]:
+            if k.lower() == "cookie":
+                values.update(value for _, value in _cookie_pairs(v))
+    def forged(h, **extra):  # h with the book's Origin (and any extra header), case-insensitively
+        extra = {"Origin": own, "Sec-Fetch-Site": "same-origin", **extra}
+        lower = {k.lower() for k in extra}
+        return {**{k: v for k, v in h.items() if k.lower() not in lower}, **extra}
+
+    variants = []
+    for i, h in enumerate(seen_headers):
+        variants.append((f"request {i} as seen", h, ""))
+        variants.append((f"request {i} + forged Origin", forged(h), ""))
+    for v in sorted(values):
+        variants.append((f"value {v[:20]!r} as token", forged(seen_headers[0], Authorization=f"token {v}"), ""))
+        variants.append((f"value {v[:20]!r} as ?token=", forged(seen_headers[0]), f"?token={quote(v)}"))
+    http_targets = [("POST", "jupyter/api/kernels", b"{}"), ("POST", "jupyter/api/terminals", b""),
+                    ("GET", "jupyter/api/contents", None), ("GET", "jupyter/api/kernels", None),
+                    ("POST", "jupyter/api/sessions", json.dumps(
+                        {"path": "x.ipynb", "type": "notebook", "kernel": {"name": "python3"}}).encode())]
+    ws_targets = [f"jupyter/api/kernels/{kernel}/channels", "jupyter/api/events/subscribe"]
+    results = {}
+    for name, headers, query in variants:
+        for method, path, data in http_targets:
+            status, _, body = _request(book + path + query, method=method, headers=headers, data=data)
+            results[f"{method} {path} ({name})"] = status if "refused by make live" in body else -status
+        for path in ws_targets:
+            results[f"WebSocket {path} ({name})"] = _ws_status(book, path + query, headers)
+    return results
+
+
+def test_a_page_on_another_origin_cannot_use_make_live(live_server, session_token, other_port, tmp_path):
+    """The same-machine attack in the real Chromium, after the reader has opened a live session in
+    the same browser; then everything the attacking server saw, replayed from Python."""
+    book = live_server.book
+    other, log = other_port
+    token = _jupyter_token(live_server.pid)
     # a kernel the attacker would like to use (its id is even handed to the attack page)
     status, _, body = _request(book + "jupyter/api/kernels", method="POST", data=b"{}",
-                               headers=_same_origin(book, session_cookie,
+                               headers=_same_origin(book, session_token,
                                                     **{"Content-Type": "application/json"}))
     assert status == 201, (status, body)
     kernel = json.loads(body)["id"]
-    before = _kernels(book, session_cookie)
+    before = _kernels(book, session_token)
     marker = tmp_path / f"attack-{uuid.uuid4().hex}.txt"
-    attack_dir = os.path.join(HERE, "attack")
-    with browser_mod.serve_directory(attack_dir) as evil, browser_mod.chromium() as browser:
-        assert evil.split(":")[2] != book.split(":")[2]  # another origin: another port
+    launch = live_server.new_launch()
+    with browser_mod.chromium() as browser:
+        assert other.split(":")[2] != book.split(":")[2]  # another origin: another port
         blocked: list[str] = []
         ctx = browser_mod.new_context(browser, blocked=blocked)
         page = ctx.new_page()
-        _open_session(page, launch)  # the reader's own live session
-        assert any(c["name"] == serve_live.COOKIE for c in ctx.cookies())
+        tab_token = _open_session(page, launch)  # the reader's own live session
+        assert ctx.cookies() == []
         refused: list[str] = []
-        page.on("response", lambda r: "/jupyter/" in r.url and refused.append(f"{r.status} {r.url}"))
-        page.goto(f"{evil}attack.html?book={book}&kernel={kernel}&marker={marker}", wait_until="load")
-        page.wait_for_function("() => window.attackDone === true", timeout=60000)
+
+        def to_book(r):
+            return r.url.startswith(book) and ("/jupyter/" in r.url or "live-session" in r.url)
+
+        # a response the browser withholds from the page (Cross-Origin-Resource-Policy) is a
+        # failed request here; a response it shows must be a refusal
+        page.on("response", lambda r: to_book(r.request) and refused.append(f"{r.status} {r.url}"))
+        page.on("requestfailed", lambda r: to_book(r) and refused.append(f"failed ({r.failure}) {r.url}"))
+        page.goto(f"{other}attack.html?book={book}&kernel={kernel}&marker={marker}", wait_until="load")
+        page.wait_for_function("() => window.attackDone === true", timeout=90000)
         result = page.evaluate("() => window.attackResult")
+        framed = [f.url for f in page.frames if f.url.startswith(book)]
         ctx.close()
     assert not blocked, blocked
-    leaked = [k for k, v in result.items() if token in str(v)]
-    assert not leaked, f"the Jupyter token reached the other origin through {leaked}"
-    assert json.loads(result["config"]) == {"baseUrl": "/jupyter/", "session": True}
-    assert serve_live.COOKIE not in result["cookie"], "the session cookie is readable by script"
-    assert result["list"].startswith("not readable"), result["list"]
-    assert result["events"] in ("error", "closed 1006"), result["events"]
-    assert result["channels"] in ("error", "closed 1006"), result["channels"]
+    secrets_ = [token, tab_token, session_token, _key_of(launch)]
+    leaked = [k for k, v in result.items() if any(s in str(v) for s in secrets_)]
+    assert not leaked, f"a secret reached the other origin through {leaked}"
+    checks = {
+        "config holds no session state": json.loads(result["config"]) in (
+            None, {"baseUrl": "/jupyter/", "exchangeUrl": "/live-session"}),
+        "no cookie readable by script": set(result["cookie"].replace(" ", "").split(";"))
+        <= {f"{k}={v}" for k, v in EVIL_COOKIES.items()},
+        "kernel list not readable": result["list"].startswith("not readable"),
+        "session token not readable": result["exchangeKey"].startswith("not readable"),
+        "events WebSocket refused": result["events"] in ("error", "closed 1006"),
+        "channels WebSocket refused": result["channels"] in ("error", "closed 1006"),
+        "book page not framed": not framed and not result["frame"].startswith("readable"),
+        "every request to the proxy refused": bool(refused) and all(r.startswith(("403 ", "failed "))
+                                                                    for r in refused),
+    }
+    print("attack page:", json.dumps(result, indent=1), "\nrequests to the book:", *refused, sep="\n")
+    for name, ok in checks.items():
+        assert _count("browser on another port", ok), (name, result, refused, framed)
     time.sleep(2)  # an execute_request that got through would have written the marker by now
     assert not marker.exists(), "code sent from the other origin ran"
-    assert _kernels(book, session_cookie) == before, "a kernel was started from the other origin"
-    assert refused and all(r.startswith("403 ") for r in refused), refused
+    assert _kernels(book, session_token) == before, "a kernel was started from the other origin"
+    _assert_no_credential(log, secrets_)
+
+    # everything the other port saw, replayed from Python with and without a forged Origin
+    replays = _replay(live_server, log, kernel)
+    wrong = {k: v for k, v in replays.items() if not _count("replays of what the other port saw", v == 403)}
+    assert not wrong, f"{len(wrong)} of {len(replays)} replays were not refused by make live: {wrong}"
+    assert not marker.exists()
+    assert _kernels(book, session_token) == before, "a replay started a kernel"
+    status, _, body = _request(book + "jupyter/api/terminals", headers=_same_origin(book, session_token))
+    assert status == 404 or json.loads(body) == [], (status, body)  # and no terminal exists
