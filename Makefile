@@ -74,19 +74,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 
-test-# The status page's reliability figures: the tests marked `reliability` write them into
-# data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
-# tests/package/test_status_figures.py fails when the stored figures are stale for the code.
-status: $(STAMP) $(VENDOR)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
-	bash tools/install_browser.sh
-	rm -rf data/reliability.new && mkdir -p data/reliability.new
-	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest tests -m reliability \
-	  -q -p no:cacheprovider
-	rm -rf data/reliability && mv data/reliability.new data/reliability
-	@echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
-
-notebooks: $(STAMP)
+test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
 
 test-nbval: $(STAMP)
@@ -123,6 +111,18 @@ test: $(STAMP) $(VENDOR)
 	done; \
 	echo "make test: stage times"; cat _build/test_times.txt; \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
+
+# The status page's reliability figures: the tests marked `reliability` write them into
+# data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
+# tests/package/test_status_figures.py fails when the stored figures are stale for the code.
+status: $(STAMP) $(VENDOR)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	bash tools/install_browser.sh
+	rm -rf data/reliability.new && mkdir -p data/reliability.new
+	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest tests -m reliability \
+	  -q -p no:cacheprovider
+	rm -rf data/reliability && mv data/reliability.new data/reliability
+	@echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all
