@@ -74,6 +74,17 @@ __all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
 
 
 # ----------------------------------------------------------------------------- one task
+
+def _command_line() -> str:
+    """The command of this run as a reader would type it: ``python -m sattn reproduce ...`` (the
+    path of ``__main__.py`` on the machine that ran it is not recorded), else the script's name."""
+    if not sys.argv:
+        return ""
+    head = sys.argv[0]
+    head = ("python -m sattn" if head.replace("\\", "/").endswith("sattn/__main__.py")
+            else os.path.basename(head))
+    return " ".join([head] + sys.argv[1:])
+
 def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key, *, widths=None, coarse=1):
     """Scan the ascending grid; return ``(d_min or None, list of per-level records)``.
 
@@ -385,7 +396,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
         "computed": sorted(computed),
         "reused": sorted(reused),
         "recovered": sorted(os.path.splitext(n)[0] for n in missing),
-        "command": " ".join(sys.argv) if sys.argv else "",
+        "command": _command_line(),
         "checksums": {
             "csv": _sha256_bytes(csv_bytes),
             "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
@@ -446,7 +457,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
         "seeds": {"root_seed": ROOT_SEED, "target_key": list(key + (0,)),
                   "draw_key": "(setup_key, L, 5, d)"},
         "versions": _versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
-        "command": " ".join(sys.argv) if sys.argv else "",
+        "command": _command_line(),
         "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
     }
     return write_manifest(out / "fig5_manifest.json", manifest)
