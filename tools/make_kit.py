@@ -18,6 +18,7 @@ The kit's ``requirements.txt`` is cut from the book's ``requirements.txt`` (the 
 typed twice): the packages the chapters import plus JupyterLab and jupytext to open them; the
 book's build and test tools (jupyter-book, pytest, playwright, ...) are left out.
 
+Next to it, ``sattn-kit.json`` says its size and number of files (what the README points to).
 It is written by ``make book`` (``tools/book_reader.py`` calls :func:`build_kit` when the HTML build
 finishes) and tested by ``tests/site/test_kit.py``, which installs it in a fresh venv and runs a
 chapter. By hand: ``python tools/make_kit.py _build/html``.
@@ -122,6 +123,13 @@ def build_kit(outdir: str) -> str:
             for p in data_files():
                 z.write(p, f"{top}/{os.path.relpath(p, ROOT)}")
         os.replace(tmp_out, out)
+    with zipfile.ZipFile(out) as z:
+        files = len(z.namelist())
+    facts = {"kit": KIT_NAME, "bytes": os.path.getsize(out),
+             "megabytes": round(os.path.getsize(out) / 1e6, 2), "files": files, **info}
+    with open(os.path.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump(facts, f, indent=1)
+        f.write("\n")
     return out
 
 

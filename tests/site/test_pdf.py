@@ -121,3 +121,113 @@ def test_every_page_carries_the_version(pdf_pages):
     v = book_version.version()
     missing = [i + 1 for i, p in enumerate(pages) if f"version {v}" not in p]
     assert not missing, f"pages without 'version {v}' in the footer: {missing[:10]}"
+
+
+# ---- nothing cut at the right edge -------------------------------------------------------------
+
+_FOOTER = re.compile(r"^.*version \S+ · commit .*$", re.M)
+_NOT_PRINTED = {"hide-input", "remove-input", "remove-cell"}
+_NO_OUTPUT = {"hide-output", "remove-output", "remove-cell"}
+
+
+def _squeeze(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _printed_lines():
+    """(chapter, kind, line) for every line the PDF prints in a monospaced box: the source of each
+    code cell whose input is shown, and each printed text output (streams, plain results), as
+    stored in the chapters' notebooks."""
+    import glob
+    import json
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "chapters", "*.ipynb"))):
+        name = os.path.basename(path)[:-6]
+        for cell in json.load(open(path, encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            if not tags & _NOT_PRINTED:
+                out += [(name, "code", line) for line in "".join(cell["source"]).splitlines()]
+            if tags & _NO_OUTPUT:
+                continue
+            for o in cell.get("outputs", []):
+                if o["output_type"] == "stream":
+                    text = "".join(o["text"])
+                elif o["output_type"] == "execute_result" and set(o["data"]) == {"text/plain"}:
+                    text = "".join(o["data"]["text/plain"])
+                else:
+                    continue
+                out += [(name, "output", line) for line in text.splitlines()]
+    return [x for x in out if x[2].strip()]
+
+
+def test_no_code_or_output_line_is_cut(pdf_pages):
+    """Each line of code and printed output, whitespace aside, is in the PDF's text layer: a line
+    cut at the right edge of its box (924 of 3,499 code lines were) is missing its end there."""
+    _, pages = pdf_pages
+    text = _squeeze("\n".join(_FOOTER.sub("", p) for p in pages))
+    lines = _printed_lines()
+    assert len(lines) > 1000, f"only {len(lines)} printed lines found in the chapters' notebooks"
+    missing = [(ch, kind, line) for ch, kind, line in lines if _squeeze(line) not in text]
+    assert not missing, (f"{len(missing)} of {len(lines)} lines are not whole in the PDF (cut at the "
+                         "right edge?):\n" + "\n".join(f"  {ch} {kind}: {line.strip()[:100]}"
+                                                       for ch, kind, line in missing[:25]))
+
+
+def test_outline_is_clean(pdf_pages):
+    """One bookmark per chapter and section, each title once, no number printed twice."""
+    reader, _ = pdf_pages
+    titles = []
+
+    def walk(items, depth=0):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, depth + 1)
+            else:
+                titles.append((depth, it.title))
+    walk(reader.outline)
+    top = [t for d, t in titles if d == 0]
+    problems = [t for _, t in titles if re.match(r"^\s*(\d+(\.\d+)*\.)\s+\1", t)]
+    problems += [f"{t} (twice at the top level)" for t in set(top) if top.count(t) > 1]
+    assert not problems, f"garbled outline entries: {problems[:10]}"
+    for chapter in ("Notation", "Bibliography", "API reference"):
+        assert any(chapter in t for t in top), f"{chapter} is not a top-level bookmark: {top}"
+    assert len([t for t in top if re.match(r"\d+\. ", t)]) == 16, top
+
+
+def test_every_chapter_starts_on_a_new_page(pdf_pages):
+    """Each numbered chapter's title is the first heading of its page."""
+    _, pages = pdf_pages
+    starts = {}
+    for i, p in enumerate(pages):
+        m = re.match(r"\s*(\d+)\. ", p)
+        if m:
+            starts.setdefault(int(m.group(1)), i + 1)
+    assert sorted(starts) == list(range(1, 17)), f"chapters starting a page: {sorted(starts)}"
+
+
+def test_the_api_reference_is_left_to_the_website(pdf_pages):
+    _, pages = pdf_pages
+    text = "\n".join(pages)
+    assert "reference of the sattn package" in text
+    assert "check_k_nonzero_bounded(A, k" not in text, "the API reference is printed"
+
+
+def test_readme_takes_no_pdf_or_kit_numbers_from_prose():
+    """Pages and sizes of the PDF and the kit come from the build (make pdf and make book print
+    them and write _build/pdf/sattn-book.json and _build/html/sattn-kit.json), not the README."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    sections = re.findall(r"^### (?:The book as a PDF|The runnable kit).*?(?=^##)", readme, re.M | re.S)
+    assert len(sections) == 2
+    for s in sections:
+        hits = re.findall(r"\b\d[\d,.]*\s*(?:pages|MB)\b", s)
+        assert not hits, f"README states PDF/kit numbers by hand: {hits}"
+
+
+def test_build_facts_of_the_pdf():
+    import json
+    facts = json.load(open(os.path.splitext(PDF)[0] + ".json", encoding="utf-8"))
+    import pypdf
+    assert facts["pages"] == len(pypdf.PdfReader(PDF).pages)
+    assert facts["bytes"] == os.path.getsize(PDF)
