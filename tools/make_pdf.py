@@ -62,11 +62,11 @@ HEADINGS_JS = """() => {
     });
     return c.textContent.replace(/\\s+/g, ' ').trim(); };
   const out = [];
-  const h1 = document.querySelector('article h1, main h1');
+  const h1 = document.querySelector('article.bd-article h1');
   if (h1) {
     out.push({level: 0, title: text(h1)});
     const intro = h1.closest('section');
-    intro.querySelectorAll(':scope > section > h2').forEach((h) => out.push({level: 1, title: text(h)}));
+    if (intro) intro.querySelectorAll(':scope > section > h2').forEach((h) => out.push({level: 1, title: text(h)}));
   }
   document.querySelectorAll('span[id^="document-"] + section').forEach((sec) => {
     const h = sec.querySelector(':scope > h2');
