@@ -104,13 +104,17 @@ def add_outline(pdf_path: str, headings: list[dict]) -> int:
     at, parent, n = 0, None, 0
     for h in headings:
         key = _squeeze(h["title"])
+        # the first page from the previous heading on that prints the title; a title whose math
+        # reads differently in the text layer: its first words, within the next few pages; else
+        # the previous heading's page
         found = next((i for i in range(at, len(pages)) if key and key in pages[i]), None)
-        if found is None:   # a title whose math reads differently in the text layer: its words
+        if found is None:
             words = [w for w in h["title"].split() if w.isalpha() and len(w) > 3]
-            found = next((i for i in range(at, len(pages))
+            found = next((i for i in range(at, min(at + 12, len(pages)))
                           if words and all(w in pages[i] for w in words[:3])), at)
         at = found
-        item = writer.add_outline_item(h["title"], found, parent=None if h["level"] == 0 else parent)
+        item = writer.add_outline_item(title=h["title"], page_number=found,
+                                       parent=None if h["level"] == 0 else parent)
         if h["level"] == 0:
             parent = item
         n += 1
