@@ -107,7 +107,13 @@ def add_outline(pdf_path: str, headings: list[dict]) -> int:
         # the first page from the previous heading on that prints the title; a title whose math
         # reads differently in the text layer: its first words, within the next few pages; else
         # the previous heading's page
-        found = next((i for i in range(at, len(pages)) if key and key in pages[i]), None)
+        # (a document -- chapter, notation, back matter -- starts a new page, after the previous
+        # heading's page: the introduction has a section "Notation" too)
+        start = at + 1 if h["level"] == 0 and n else at
+        found = next((i for i in range(start, len(pages)) if key and pages[i].startswith(key)), None) \
+            if h["level"] == 0 else None
+        found = found if found is not None else next(
+            (i for i in range(start, len(pages)) if key and key in pages[i]), None)
         if found is None:
             words = [w for w in h["title"].split() if w.isalpha() and len(w) > 3]
             found = next((i for i in range(at, min(at + 12, len(pages)))
