@@ -78,7 +78,9 @@ def portable_notebook(nb: dict) -> dict:
     Each widget view output gets the model id ``sha1(cell id / output index)[:32]`` and every text
     output (streams, tracebacks, ``text/plain``, ``text/html``) goes through :func:`portable_text`.
     The widget state (``metadata.widgets``) is dropped: the views of a stored chapter are rebuilt by
-    running it, and its pictures are the ``image/png`` stored next to each view.
+    running it, and its pictures are the ``image/png`` stored next to each view. The cells'
+    ``trusted`` flags are dropped too, so Jupyter does not sign the saved notebook: reopened, it
+    shows those pictures rather than widgets whose models died with the kernel.
 
     Parameters
     ----------
@@ -98,6 +100,10 @@ def portable_notebook(nb: dict) -> dict:
         raise TypeError("nb must be a notebook: a dict with a list of cells")
     nb.get("metadata", {}).pop("widgets", None)
     for cell in nb["cells"]:
+        # not signed as trusted on save: a trusted notebook reopened without its kernel asks the
+        # widget manager for models that no longer exist (an error where the figure was); an
+        # untrusted one shows the picture stored next to each widget view
+        cell.get("metadata", {}).pop("trusted", None)
         for k, out in enumerate(cell.get("outputs", []) or []):
             data = out.get("data", {})
             view = data.get(WIDGET_VIEW)

@@ -39,7 +39,7 @@ def lab():
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"PORT={port}",
          f"LAB_ARGS=--no-browser --ServerApp.token={TOKEN} --ServerApp.open_browser=False"
-         " --LabApp.expose_app_in_browser=True"],
+         " --LabApp.expose_app_in_browser=True --NotebookNotary.db_file=:memory:"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     t0 = time.time()
@@ -317,6 +317,9 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
             page.close()
             page = ctx.new_page()
             _open_in_lab(page, lab, REOPEN_CHAPTER + ".ipynb")
+            # reopened after the save, its figures still show their stored pictures (the save hook
+            # keeps the notebook unsigned: no widget whose model died with the kernel)
+            shown = page.evaluate(_BEFORE_RUN_JS)
             page.evaluate(f"""() => {{ const w = {_PANEL_JS};
                 const i = Array.from(w.content.model.cells).findIndex(c => c.type === 'code');
                 w.content.activeCellIndex = i; return i; }}""")
@@ -334,3 +337,5 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
     assert not changed, f"{chapter_times}: a save with no edit rewrote {changed}"
     assert status_after == status, f"git status changed by a save with no edit:\n{status_after}"
     assert isinstance(count, int) and count >= 1, f"the first code cell did not run after reopening ({count})"
+    assert shown["explorers"] >= 1 and shown["pictures"] == shown["explorers"], \
+        f"reopened after a save, the figures show no picture: {shown}"

@@ -27,7 +27,8 @@ def test_portable_text_rejects_non_text():
 
 def _chapter(model_id="0f" * 16):
     return {"metadata": {"jupytext": {"formats": "ipynb,md:myst"}, "widgets": {"state": {}}},
-            "cells": [{"id": "abc", "cell_type": "code", "source": "", "outputs": [
+            "cells": [{"id": "abc", "cell_type": "code", "source": "", "metadata": {"trusted": True},
+                       "outputs": [
                 {"output_type": "display_data", "data": {
                     lab.WIDGET_VIEW: {"model_id": model_id, "version_major": 2},
                     "text/plain": "VBox()"}},
@@ -40,6 +41,7 @@ def test_pre_save_hook_makes_a_chapter_portable_and_run_independent():
         lab.pre_save_hook(model={"type": "notebook", "content": nb}, path="01.ipynb")
     assert a == b                               # two runs, two random ids: one stored notebook
     assert "widgets" not in a["metadata"]
+    assert "trusted" not in a["cells"][0]["metadata"]      # not signed: reopened, it shows pictures
     assert a["cells"][0]["outputs"][1]["traceback"] == ["File sattn/a.py:3"]
 
 
