@@ -128,11 +128,12 @@ notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all
 
 # PORT= (when given; JupyterLab's own default 8888 otherwise) and LAB_ARGS= (e.g. --no-browser).
+# `python -m sattn lab` (sattn/presentation/lab.py; the kit runs the same) binds 127.0.0.1, adds
+# --allow-root as root, and sets the save hook that keeps the stored notebooks portable.
 LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=chapters --ip=$(HOST) \
-	  $(if $(filter command line environment,$(origin PORT)),--port=$(PORT)) \
-	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(LAB_ARGS)
+	$(BIN)/python -m sattn lab chapters \
+	  $(if $(filter command line environment,$(origin PORT)),--port=$(PORT)) $(LAB_ARGS)
 
 serve:
 	@test -f _build/html/index.html || { echo "no built book: run 'make book' first"; exit 1; }

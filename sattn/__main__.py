@@ -6,6 +6,7 @@
                                              [--budget N (decades)]
     python -m sattn bench [--quick] [--out benchmarks/results.json]
     python -m sattn setups
+    python -m sattn lab [FOLDER] [JupyterLab options]   # JupyterLab on the chapters (default: chapters)
 
 ``reproduce`` is resumable: rerunning the same command after an interruption (Ctrl-C, a crash,
 ``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``
@@ -24,6 +25,7 @@ from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
 from .experiments.store import StoreError
+from .presentation import lab
 
 
 def _reproduce(args) -> int:
@@ -95,10 +97,23 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setups", help="list the twelve setups and their d grids")
     s.add_argument("--profile", default="paper")
     s.set_defaults(func=_setups)
+
+    sub.add_parser("lab", help="JupyterLab on the chapters (default folder: chapters; other "
+                               "arguments go to JupyterLab): saves keep each .md/.ipynb pair "
+                               "as the book stores it (sattn.presentation.lab)")
     return p
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["lab"]:   # the rest goes to JupyterLab as it is (its options are its own)
+        rest = argv[1:]
+        folder = rest.pop(0) if rest and not rest[0].startswith("-") else "chapters"
+        try:
+            return lab.main(folder, rest)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

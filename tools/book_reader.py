@@ -210,7 +210,26 @@ def _write_kit(app, exception):
         logging.getLogger(__name__).info(f"runnable kit: {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
 
 
+def _portable_outputs(app, doctree, docname):
+    """Printed outputs and tracebacks on the site name ``sattn/x.py`` and ``numpy/x.py``, not the
+    folders of the machine that built it (the same rule as the stored notebooks:
+    ``sattn.presentation.lab.portable_text``)."""
+    from sattn.presentation.lab import portable_text
+
+    for block in doctree.findall(nodes.literal_block):
+        if "output" not in block.get("classes", []):
+            continue
+        plain = block.rawsource == block.astext()   # (Sphinx highlights only such blocks)
+        for text in list(block.findall(nodes.Text)):
+            new = portable_text(str(text))
+            if new != str(text):
+                text.parent.replace(text, nodes.Text(new))
+        if plain:
+            block.rawsource = block.astext()
+
+
 def setup(app):
+    app.connect("doctree-resolved", _portable_outputs)
     app.add_directive("book-build-info", BuildInfo)
     app.add_directive("book-kit", KitLink)
     app.connect("build-finished", _write_kit)

@@ -29,6 +29,9 @@ import time
 import jupytext
 import nbclient
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from sattn.presentation.lab import portable_notebook  # noqa: E402  (the checkout's sattn)
+
 # Kernels inherit this: the chapters' small SVD/QR calls are several times slower with
 # oversubscribed BLAS threads on a small machine (the Makefile sets the same default).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -55,14 +58,36 @@ def stable_cell_ids(nb) -> None:
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
+def _sorted(value):
+    """``value`` with the keys of every dict in sorted order, as nbformat writes an .ipynb."""
+    if isinstance(value, dict):
+        return type(value)((k, _sorted(value[k])) for k in sorted(value))
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def sort_cell_metadata(nb) -> None:
+    """Order each cell's options as they come back from the .ipynb (nbformat sorts JSON keys).
+
+    jupytext compares the .md with the text it would write from the .ipynb when the .ipynb is the
+    newer file; with ``tags:`` before ``mystnb:`` in the .md but after it in the .ipynb, the two
+    "differ" and JupyterLab refused to open the chapter. Written in sorted order, they are equal.
+    """
+    for cell in nb.cells:
+        cell.metadata = _sorted(cell.metadata)
+
+
 def pin_metadata(md_path: str) -> bool:
     """Rewrite ``md_path`` as jupytext writes it when JupyterLab saves it (block-YAML front matter,
-    :data:`KERNELSPEC`); return True when the file changed. Cells keep their sources and metadata
-    (checked here); only the YAML layout of cell options may change, as jupytext writes it."""
+    :data:`KERNELSPEC`, cell options in the sorted key order of the .ipynb); return True when the
+    file changed. Cells keep their sources and metadata (checked here); only the YAML layout and
+    order of cell options may change, as jupytext writes them from the stored .ipynb."""
     with open(md_path, encoding="utf-8") as f:
         before = f.read()
     nb = jupytext.reads(before, fmt="md:myst")
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    sort_cell_metadata(nb)
     after = jupytext.writes(nb, fmt="md:myst")
     # jupytext may re-wrap a cell's YAML options (long captions) on save; that is the form JupyterLab
     # writes, so it is accepted -- but only when every cell's source and metadata stay the same
@@ -77,31 +102,32 @@ def pin_metadata(md_path: str) -> bool:
 
 
 def pin_notebook(ipynb_path: str) -> bool:
-    """Set :data:`KERNELSPEC` in a stored notebook without executing it."""
+    """Set :data:`KERNELSPEC` in a stored notebook and make its outputs portable
+    (:func:`stable_widget_ids`) without executing it; return True when the file changed."""
     if not os.path.exists(ipynb_path):
         return False
-    nb = jupytext.read(ipynb_path, fmt="ipynb")
-    if nb.metadata.get("kernelspec") == KERNELSPEC:
-        return False
+    with open(ipynb_path, encoding="utf-8") as f:
+        before = f.read()
+    nb = jupytext.reads(before, fmt="ipynb")
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    jupytext.write(nb, ipynb_path, fmt="ipynb")
-    return True
+    stable_widget_ids(nb)
+    after = jupytext.writes(nb, fmt="ipynb").rstrip("\n") + "\n"   # as jupytext.write ends it
+    if after != before:
+        with open(ipynb_path, "w", encoding="utf-8") as f:
+            f.write(after)
+    return after != before
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def stable_widget_ids(nb) -> None:
-    """Replace the random model ids of widget views by ids derived from the cell id.
-
-    The widget state itself is not stored (the book re-executes the .md and embeds fresh state),
-    so the stored views only need ids that do not change between executions.
-    """
-    for cell in nb.cells:
-        for k, out in enumerate(cell.get("outputs", [])):
-            view = out.get("data", {}).get(WIDGET_VIEW)
-            if view and "model_id" in view:
-                view["model_id"] = hashlib.sha1(f"{cell.id}/{k}".encode()).hexdigest()[:32]
+    """Make the outputs independent of the run and the machine (:func:`portable_notebook`, the
+    same function JupyterLab's save hook runs): widget views get model ids derived from the cell
+    id instead of random ones, the widget state is dropped (the book re-executes the .md and embeds
+    fresh state), and absolute folders leave tracebacks and warnings (``sattn/x.py``, not
+    ``/home/.../sattn/x.py``)."""
+    portable_notebook(nb)
 
 
 def merge_streams(nb) -> None:
@@ -143,7 +169,6 @@ def execute(md_path: str) -> float:
         resources={"metadata": {"path": os.path.dirname(os.path.abspath(md_path))}},
     )
     client.execute()
-    nb.metadata.pop("widgets", None)
     stable_widget_ids(nb)
     merge_streams(nb)
     out = md_path[:-3] + ".ipynb"

@@ -4,9 +4,12 @@
 link it) unpacks into ``sattn-kit-VERSION/``::
 
     README.txt                      two lines: make a venv and install, then start JupyterLab
+                                    (``python -m sattn lab chapters``: 127.0.0.1, the save hook
+                                    of sattn.presentation.lab, --allow-root when run as root)
     requirements.txt                what running the chapters needs, pinned as in the book's own
     sattn-VERSION-py3-none-any.whl  the helper package, built from this checkout
-    chapters/NN_name.md, .ipynb     every chapter (MyST source and executed notebook), intro.md
+    chapters/NN_name.md, .ipynb     every chapter (MyST source and executed notebook), intro.md,
+                                    jupytext.toml (the .md is the source of each pair)
     data/                           the experiment results the chapters read (as ../data)
     benchmarks/*.json               the benchmark results chapter 7 reads (engines, Dask run)
     KIT.json                        version, commit and build date of the book it came from
@@ -15,6 +18,7 @@ The kit's ``requirements.txt`` is cut from the book's ``requirements.txt`` (the 
 typed twice): the packages the chapters import plus JupyterLab and jupytext to open them; the
 book's build and test tools (jupyter-book, pytest, playwright, ...) are left out.
 
+Next to it, ``sattn-kit.json`` says its size and number of files (what the README points to).
 It is written by ``make book`` (``tools/book_reader.py`` calls :func:`build_kit` when the HTML build
 finishes) and tested by ``tests/site/test_kit.py``, which installs it in a fresh venv and runs a
 chapter. By hand: ``python tools/make_kit.py _build/html``.
@@ -105,19 +109,27 @@ def build_kit(outdir: str) -> str:
         readme = (f"The Expressive Power of Self-Attention, version {info['version']}: the chapters "
                   "as notebooks. In this folder:\n"
                   f"python3 -m venv .venv && .venv/bin/pip install {whl} -r requirements.txt\n"
-                  ".venv/bin/jupyter lab chapters   # open a chapter (.ipynb; or .md: Open With > "
-                  "Notebook), then Run > Run All Cells\n")
+                  ".venv/bin/python -m sattn lab chapters   # JupyterLab on 127.0.0.1: open a chapter "
+                  "(.ipynb; or .md: Open With > Notebook), then Run > Run All Cells\n")
         tmp_out = out + ".part"
         with zipfile.ZipFile(tmp_out, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr(f"{top}/README.txt", readme)
             z.writestr(f"{top}/requirements.txt", kit_requirements())
             z.writestr(f"{top}/KIT.json", json.dumps(info, indent=1) + "\n")
             z.write(wheel, f"{top}/{whl}")
-            for path in notebook_chapters() + [os.path.join(ROOT, "chapters", "intro.md")]:
+            for path in notebook_chapters() + [os.path.join(ROOT, "chapters", name)
+                                               for name in ("intro.md", "jupytext.toml")]:
                 z.write(path, f"{top}/chapters/{os.path.basename(path)}")
             for p in data_files():
                 z.write(p, f"{top}/{os.path.relpath(p, ROOT)}")
         os.replace(tmp_out, out)
+    with zipfile.ZipFile(out) as z:
+        files = len(z.namelist())
+    facts = {"kit": KIT_NAME, "bytes": os.path.getsize(out),
+             "megabytes": round(os.path.getsize(out) / 1e6, 2), "files": files, **info}
+    with open(os.path.splitext(out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump(facts, f, indent=1)
+        f.write("\n")
     return out
 
 

@@ -8,6 +8,9 @@ prints with the book's print styles (``@media print`` in ``book_static/book.css`
 that would leave 127.0.0.1 is blocked and makes the script fail.
 
     python tools/make_pdf.py [--html _build/singlehtml] [--out _build/pdf/sattn-book.pdf]
+
+Next to the PDF it writes ``sattn-book.json``: pages, size, formulas, widgets, timings, version
+(what the README points to instead of quoting numbers).
 """
 
 from __future__ import annotations
@@ -44,6 +47,88 @@ WAIT_JS = """async () => {
            widgets: views.length, rendered: views.filter(done).length,
            broken: imgs.filter((i) => !(i.complete && i.naturalWidth > 0)).length };
 }"""
+
+
+#: The book's headings, in order, for the PDF's outline: each document of the one page (a chapter,
+#: the notation, the back matter) at level 0 with its sections at level 1; the introduction (the
+#: page's own h1) at level 0 with its sections. Math in a title is given by its plain text
+#: (MathJax's assistive MathML), the "#" of header links is left out.
+HEADINGS_JS = """() => {
+  const text = (h) => { const c = h.cloneNode(true);
+    c.querySelectorAll('a.headerlink').forEach((e) => e.remove());
+    c.querySelectorAll('mjx-container').forEach((m) => {
+      const a = m.querySelector('mjx-assistive-mml');
+      m.replaceWith(document.createTextNode(a ? a.textContent : ''));
+    });
+    return c.textContent.replace(/\\s+/g, ' ').trim(); };
+  const out = [];
+  const h1 = document.querySelector('article.bd-article h1');
+  if (h1) {
+    out.push({level: 0, title: text(h1)});
+    const intro = h1.closest('section');
+    if (intro) intro.querySelectorAll(':scope > section > h2').forEach((h) => out.push({level: 1, title: text(h)}));
+  }
+  document.querySelectorAll('span[id^="document-"] + section').forEach((sec) => {
+    const h = sec.querySelector(':scope > h2');
+    if (!h) return;
+    out.push({level: 0, title: text(h)});
+    sec.querySelectorAll(':scope > section > h3').forEach((s) => out.push({level: 1, title: text(s)}));
+  });
+  return out;
+}"""
+
+_FOOTER_LINE = "The Expressive Power of Self-Attention · version"
+
+
+def _squeeze(text: str) -> str:
+    import unicodedata
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def add_outline(pdf_path: str, headings: list[dict]) -> int:
+    """Replace the PDF's outline by one bookmark per heading, on the page where its title is
+    printed (found in the text layer, in reading order); return the number of bookmarks.
+
+    Chromium's own outline (built from the tagged headings) repeats a heading's text when the
+    heading starts a page ("7. 7. Experiments: how wide mustExperiments: ...") and drops the spaces
+    at line breaks; this one uses the headings' own text."""
+    import pypdf
+
+    reader = pypdf.PdfReader(pdf_path)
+    pages = []
+    for p in reader.pages:
+        lines = [ln for ln in (p.extract_text() or "").splitlines() if _FOOTER_LINE not in ln]
+        pages.append(_squeeze("\n".join(lines)))
+    writer = pypdf.PdfWriter(clone_from=reader)
+    writer._root_object.pop("/Outlines", None)  # Chromium's outline
+    at, parent, n = 0, None, 0
+    for h in headings:
+        key = _squeeze(h["title"])
+        # the first page from the previous heading on that prints the title; a title whose math
+        # reads differently in the text layer: its first words, within the next few pages; else
+        # the previous heading's page
+        # (a document -- chapter, notation, back matter -- starts a new page, after the previous
+        # heading's page: the introduction has a section "Notation" too)
+        start = at + 1 if h["level"] == 0 and n else at
+        found = next((i for i in range(start, len(pages)) if key and pages[i].startswith(key)), None) \
+            if h["level"] == 0 else None
+        found = found if found is not None else next(
+            (i for i in range(start, len(pages)) if key and key in pages[i]), None)
+        if found is None:
+            words = [w for w in h["title"].split() if w.isalpha() and len(w) > 3]
+            found = next((i for i in range(at, min(at + 12, len(pages)))
+                          if words and all(w in pages[i] for w in words[:3])), at)
+        at = found
+        item = writer.add_outline_item(title=h["title"], page_number=found,
+                                       parent=None if h["level"] == 0 else parent)
+        if h["level"] == 0:
+            parent = item
+        n += 1
+    tmp = pdf_path + ".part"
+    with open(tmp, "wb") as f:
+        writer.write(f)
+    os.replace(tmp, pdf_path)
+    return n
 
 
 def main(argv=None) -> int:
@@ -94,13 +179,30 @@ def main(argv=None) -> int:
                       " window.dispatchEvent(new Event('beforeprint')); }")
         page.emulate_media(media="print", color_scheme="light")
         loaded = time.time() - t0
+        headings = page.evaluate(HEADINGS_JS)
         page.pdf(path=args.out, format="A4", print_background=True, display_header_footer=True,
-                 header_template="<span></span>", footer_template=footer, outline=True,
+                 header_template="<span></span>", footer_template=footer, outline=False,
                  tagged=True, margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
         ctx.close()
-    size = os.path.getsize(args.out) / 1e6
-    print(f"make pdf: {os.path.relpath(args.out, ROOT)} ({size:.1f} MB; {state['typeset']} formulas, "
-          f"{state['widgets']} widgets; page ready in {loaded:.0f} s, total {time.time() - t0:.0f} s)")
+    import json
+
+    import pypdf
+
+    bookmarks = add_outline(args.out, headings)
+
+    size = os.path.getsize(args.out)
+    facts = {"pdf": os.path.basename(args.out), "pages": len(pypdf.PdfReader(args.out).pages),
+             "bytes": size, "megabytes": round(size / 1e6, 1), "formulas": state["typeset"],
+             "widgets": state["widgets"], "bookmarks": bookmarks, "seconds_page_ready": round(loaded),
+             "seconds_total": round(time.time() - t0), "version": info["version"],
+             "commit": info["commit"], "built": info["date"]}
+    with open(os.path.splitext(args.out)[0] + ".json", "w", encoding="utf-8") as f:
+        json.dump(facts, f, indent=1)
+        f.write("\n")
+    print(f"make pdf: {os.path.relpath(args.out, ROOT)} ({facts['pages']} pages, "
+          f"{facts['megabytes']:.1f} MB; {state['typeset']} formulas, {state['widgets']} widgets; "
+          f"page ready in {loaded:.0f} s, total {facts['seconds_total']} s; facts in "
+          f"{os.path.relpath(os.path.splitext(args.out)[0] + '.json', ROOT)})")
     return 0
 
 

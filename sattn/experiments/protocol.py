@@ -74,6 +74,7 @@ __all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
 
 
 # ----------------------------------------------------------------------------- one task
+
 def dmin_search(engine: FastEngine, grid, n_draws, root_seed, key, *, widths=None, coarse=1):
     """Scan the ascending grid; return ``(d_min or None, list of per-level records)``.
 

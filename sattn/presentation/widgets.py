@@ -12,18 +12,19 @@ recomputes the same figure for any parameter values.
 from __future__ import annotations
 
 import base64
+import html
+import itertools
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import HTML, display
+from IPython.display import HTML, Image, display
 from matplotlib.figure import Figure
 
 from .._validate import check_int
 from .plotting import figure_to_png
 
-__all__ = ["PrecomputedExplorer", "precomputed_explorer", "live_explorer"]
+__all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
 
 
 def _format_value(v) -> str:
@@ -44,14 +45,42 @@ def _to_widget(out, *, dpi: int | None) -> widgets.Widget:
     )
 
 
+def _message_beside(view: widgets.Widget, message: str, shown: str) -> widgets.Widget:
+    """An invalid combination: the figure of a valid one, with the message beside it."""
+    text = (f"<p style='max-width: 22em'><b>{html.escape(message)}</b><br>"
+            f"<span style='font-size: 90%'>Still showing {html.escape(shown)}.</span></p>")
+    return widgets.HBox([view, widgets.HTML(text)],
+                        layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
+
+
+def _view_bundle(view: widgets.Widget) -> dict:
+    """The static part of a view: ``image/png`` of a figure, ``text/html`` of an HTML view."""
+    if isinstance(view, widgets.Image) and view.format == "png":
+        return {"image/png": base64.b64encode(bytes(view.value)).decode("ascii")}
+    if isinstance(view, widgets.HTML):
+        return {"text/html": view.value}
+    if isinstance(view, widgets.Box):
+        parts = [_view_bundle(c) for c in view.children]
+        pngs = [b for b in parts if "image/png" in b]
+        htmls = [b["text/html"] for b in parts if "text/html" in b]
+        if pngs and not htmls:
+            return pngs[0]
+        if htmls and not pngs:
+            return {"text/html": "".join(htmls)}
+        if pngs and htmls:  # a figure with a message beside it: one HTML block
+            return {"text/html": f"<img src='data:image/png;base64,{pngs[0]['image/png']}'>"
+                                 + "".join(htmls)}
+    return {}
+
+
 class PrecomputedExplorer(widgets.VBox):
     """A VBox of sliders and precomputed views; see :func:`precomputed_explorer`.
 
     Its text representation is a short summary (not the PNG bytes of every view), which keeps
     stored notebooks small and makes nbval compare something meaningful. Its display bundle also
-    carries the PNG of the view the sliders start on (``image/png``): a notebook that JupyterLab
-    has not run yet (untrusted, no widget state) shows that picture instead of the text summary,
-    and the website and a running kernel show the widget itself.
+    carries the view the sliders start on (``image/png`` for a figure, ``text/html`` for an HTML
+    view): a notebook that JupyterLab has not run yet (untrusted, no widget state) shows that
+    picture instead of the text summary, and the website and a running kernel show the widget.
     """
 
     def __init__(self, children, *, grid: Mapping[str, Sequence], sliders, stack, links):
@@ -79,20 +108,24 @@ class PrecomputedExplorer(widgets.VBox):
             w = w.children[values.index(params[name])]
         return w
 
-    def default_png(self) -> bytes | None:
-        """PNG bytes of the view the sliders start on, or None if that view is HTML."""
+    def default_view(self) -> widgets.Widget:
+        """The view the sliders start on."""
         w = self.stack
         for slider in self.sliders:
             w = w.children[slider.index]
+        return w
+
+    def default_png(self) -> bytes | None:
+        """PNG bytes of the view the sliders start on, or None if that view is HTML."""
+        w = self.default_view()
         if isinstance(w, widgets.Image) and w.format == "png":
             return bytes(w.value)
         return None
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
-        png = self.default_png()
-        if bundle is not None and png is not None:
-            bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        if bundle is not None:
+            bundle.update(_view_bundle(self.default_view()))
         return bundle
 
     def __repr__(self) -> str:
@@ -109,7 +142,9 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     ----------
     render : callable
         ``render(**params)`` returns a matplotlib Figure (closed after rendering) or an HTML
-        string, for one point of the grid.
+        string, for one point of the grid. For a combination that makes no sense (``d > L``) it
+        raises ``ValueError``: that view shows the view of the nearest valid combination (fewest
+        parameters changed, then the nearest values) with the error's message beside it.
     grid : mapping of str to sequence
         Parameter name -> the values its slider offers, in slider order. Every combination is
         rendered, so keep the product small (tens of views).
@@ -131,8 +166,9 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
         If ``render`` is not callable, ``grid`` is not a mapping, a parameter name is not a
         string, or its values are not a list, tuple, range or 1-D array.
     ValueError
-        If the grid is empty, a parameter has no values or repeated values, or ``value`` names
-        an unknown parameter or an off-grid value.
+        If the grid is empty, a parameter has no values or repeated values, ``value`` names
+        an unknown parameter or an off-grid value, or ``render`` raises ``ValueError`` on every
+        combination.
 
     References
     ----------
@@ -186,15 +222,30 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
         ))
 
     links = []
+    # every combination first (so that an invalid one can show the nearest valid view)
+    combos = list(itertools.product(*[range(len(v)) for v in values]))
+    views, invalid = {}, {}
+    for idx in combos:
+        params = {n: values[i][j] for i, (n, j) in enumerate(zip(names, idx))}
+        try:
+            views[idx] = _to_widget(render(**params), dpi=dpi)
+        except ValueError as exc:
+            invalid[idx] = str(exc)
+    if not views:
+        raise ValueError(f"render raised ValueError on every combination of the grid, e.g. "
+                         f"{next(iter(invalid.values()))!r}")
+    for idx, message in invalid.items():
+        near = min(views, key=lambda v: (sum(a != b for a, b in zip(v, idx)),
+                                         sum(abs(a - b) for a, b in zip(v, idx)), v))
+        shown = ", ".join(f"{n} = {_format_value(values[i][near[i]])}"
+                          for i, n in enumerate(names) if near[i] != idx[i])
+        views[idx] = _message_beside(views[near], message, shown)
 
     def build(level: int, fixed: tuple) -> widgets.Stack:
         children = []
-        for v in values[level]:
-            params = fixed + (v,)
-            if level == len(names) - 1:
-                children.append(_to_widget(render(**dict(zip(names, params))), dpi=dpi))
-            else:
-                children.append(build(level + 1, params))
+        for j in range(len(values[level])):
+            idx = fixed + (j,)
+            children.append(views[idx] if level == len(names) - 1 else build(level + 1, idx))
         stack = widgets.Stack(children=children, selected_index=sliders[level].index)
         links.append(widgets.jslink((sliders[level], "index"), (stack, "selected_index")))
         return stack
@@ -206,21 +257,44 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
                                sliders=sliders, stack=stack, links=links)
 
 
-def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget) -> widgets.VBox:
+class LiveExplorer(widgets.VBox):
+    """A VBox of controls and an Output area; see :func:`live_explorer`.
+
+    Its display bundle carries the view last shown (``image/png`` of a figure, ``text/html``
+    otherwise), so a stored notebook shows the default figure before anything runs.
+    """
+
+    def __init__(self, children, *, shown: dict):
+        super().__init__(children=children)
+        self._shown = shown
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            if self._shown.get("png") is not None:
+                bundle["image/png"] = base64.b64encode(self._shown["png"]).decode("ascii")
+            elif self._shown.get("html") is not None:
+                bundle["text/html"] = self._shown["html"]
+        return bundle
+
+
+def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget) -> LiveExplorer:
     """Recompute ``render`` in the running kernel whenever a control changes.
 
     Parameters
     ----------
     render : callable
-        ``render(**values)`` returns a matplotlib Figure or an HTML string.
+        ``render(**values)`` returns a matplotlib Figure or an HTML string. For values that make
+        no sense together (``d > L``) it raises ``ValueError``: the last figure stays, with the
+        error's message beside it.
     **controls : ipywidgets.ValueWidget
         One widget per parameter of ``render`` (sliders, dropdowns, ...).
 
     Returns
     -------
-    ipywidgets.VBox
-        The controls and an Output area. On the static website the output shown is the one
-        computed when the page was built; moving the controls needs a kernel.
+    LiveExplorer
+        An ``ipywidgets.VBox``: the controls and an Output area. On the static website the output
+        shown is the one computed when the page was built; moving the controls needs a kernel.
 
     Raises
     ------
@@ -241,16 +315,31 @@ def live_explorer(render: Callable[..., object], **controls: widgets.ValueWidget
         if not isinstance(c, widgets.ValueWidget):
             raise TypeError(f"control {name!r} must be an ipywidgets value widget, got {type(c).__name__}")
 
+    shown: dict = {"png": None, "html": None}
+
     def show(**kw):
-        out = render(**kw)
+        try:
+            out = render(**kw)
+        except ValueError as exc:
+            message = (f"<p style='max-width: 22em'><b>{html.escape(str(exc))}</b><br>"
+                       "<span style='font-size: 90%'>Still showing the last valid values.</span></p>")
+            if shown["png"] is not None:
+                display(HTML(f"<div style='display: flex; flex-wrap: wrap; align-items: center'>"
+                             f"<img style='max-width: 100%' src='data:image/png;base64,"
+                             f"{base64.b64encode(shown['png']).decode('ascii')}'>{message}</div>"))
+            else:
+                display(HTML((shown["html"] or "") + message))
+            return
         if isinstance(out, Figure):
-            display(out)
-            plt.close(out)
+            png = figure_to_png(out)
+            shown.update(png=png, html=None)
+            display(Image(data=png, format="png"))
         elif isinstance(out, str):
+            shown.update(png=None, html=out)
             display(HTML(out))
         else:
             raise TypeError(f"render must return a Figure or HTML string, got {type(out).__name__}")
 
     out = widgets.interactive_output(show, controls)
     box = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
-    return widgets.VBox([box, out])
+    return LiveExplorer([box, out], shown=shown)

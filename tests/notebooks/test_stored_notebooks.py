@@ -81,3 +81,32 @@ def test_written_by_the_execute_script(path):
         f"{path} was not written by tools/execute_notebooks.py from {md}; re-execute it with that script"
     )
     assert "widgets" not in stored.metadata, f"{path} stores widget state (random ids); use the execute script"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_md_is_what_jupytext_writes_from_the_notebook(path):
+    """The pair is consistent for jupytext: the .md is byte for byte the text jupytext writes from
+    the stored .ipynb (cell options in the .ipynb's sorted key order). Otherwise JupyterLab refuses
+    to open the chapter once the .ipynb is newer ("... is more recent than ..."), and a save with no
+    edit rewrites the .md. Fix: python tools/execute_notebooks.py --pin-only CHAPTER.md"""
+    md = path[:-6] + ".md"
+    written = jupytext.writes(jupytext.read(path), fmt="md:myst")
+    current = open(md, encoding="utf-8").read()
+    if written != current:
+        import difflib
+        diff = "\n".join(list(difflib.unified_diff(current.splitlines(), written.splitlines(),
+                                                   "stored .md", "from .ipynb", lineterm="", n=0))[:20])
+        pytest.fail(f"{os.path.relpath(md, ROOT)} is not what jupytext writes from its .ipynb; run "
+                    f"python tools/execute_notebooks.py --pin-only {os.path.relpath(md, ROOT)}\n{diff}")
+
+
+_ABSOLUTE = __import__("re").compile(r"(?:/home/|/work/|/root/|/tmp/|/Users/|site-packages/|[A-Z]:\\\\)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_no_machine_paths_in_stored_outputs(path):
+    """Stored outputs name modules as sattn/x.py or numpy/x.py, never by the build machine's folders
+    (sattn.presentation.lab.portable_notebook, run by the execute script and JupyterLab's save)."""
+    text = open(path, encoding="utf-8").read()
+    hits = sorted(set(m.group(0) for m in _ABSOLUTE.finditer(text)))
+    assert not hits, f"{os.path.relpath(path, ROOT)} stores paths of the machine: {hits}"

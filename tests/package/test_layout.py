@@ -32,7 +32,7 @@ LAYERS = [
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
-     "sattn.presentation": ["plotting", "widgets"]},
+     "sattn.presentation": ["plotting", "widgets", "lab"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
                            "laws", "bench", "prediction"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments

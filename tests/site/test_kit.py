@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import time
+import urllib.request
 import zipfile
 
 import pytest
@@ -48,7 +51,14 @@ def test_kit_layout(kit, html_dir):
     assert {p.name for p in (kit / "data").iterdir()} >= {"fig3.csv", "fig3_manifest.json"}
     readme = (kit / "README.txt").read_text().splitlines()
     howto = [line for line in readme if line.startswith((".venv/", "python3 -m venv"))]
-    assert len(howto) == 2 and wheels[0].name in howto[0] and "jupyter lab" in howto[1], readme
+    assert len(howto) == 2 and wheels[0].name in howto[0] and "-m sattn lab chapters" in howto[1], readme
+    assert "jupytext.toml" in chapters
+    # nothing shipped names a folder of the machine that built it (tracebacks, manifests' commands)
+    machine = re.compile(r"(?:/home/|/work/|/root/|/tmp/|/Users/|site-packages/)")
+    for p in kit.rglob("*"):
+        if p.is_file() and p.suffix in (".json", ".ipynb", ".md", ".txt", ".csv"):
+            hits = machine.findall(p.read_text(errors="replace"))
+            assert not hits, f"{p.relative_to(kit)} names folders of the build machine: {hits[:3]}"
     # the kit pins exactly what the book pins
     book = {m.group(1).lower(): m.group(0) for m in re.finditer(
         r"^([A-Za-z0-9_.\-]+(?:\[[A-Za-z0-9_,\-]+\])?)==([^\s#]+)",
@@ -89,4 +99,29 @@ def test_kit_installs_in_a_fresh_venv_and_runs_a_data_chapter(kit):
     errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"
               and "raises-exception" not in c.get("metadata", {}).get("tags", [])]
     assert not errors, errors[:1]
+    # the README's second line starts JupyterLab, also as root (it used to refuse without a flag)
+    lab_line = [line for line in (kit / "README.txt").read_text().splitlines()
+                if line.startswith(".venv/")][0].split("#")[0].split()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(lab_line + ["--no-browser", f"--port={port}", "--ServerApp.token=kit"],
+                            cwd=kit, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        t2 = time.time()
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token=kit", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() - t2 > 90:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    pytest.fail("the kit's JupyterLab did not start:\n"
+                                + proc.stdout.read().decode()[-3000:])
+                time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
     print(f"\nkit: fresh venv + install {t_install:.0f} s, {CHAPTER} executed in {t_run:.0f} s")

@@ -1,7 +1,10 @@
-"""Every page at a phone's width (390 px): no display equation, table, widget, output image or
-printed output sticks out of its column unless it has a scroll bar of its own
-(tests/site/overflow_check.js). test_browser.py opens every page at 1280 px and runs the same check
-there. Pages are found anew on every run."""
+"""Every page at a phone's width (390 px): the page itself is no wider than the window
+(tests/site/page_overflow.js: the document's scrollWidth against its clientWidth, so nothing at all
+makes a reader scroll the whole page sideways -- a long inline literal, a table, a code line), and
+no display equation, table, widget, output image or printed output sticks out of its column unless
+it has a scroll bar of its own (tests/site/overflow_check.js). test_browser.py opens every page at
+1280 px and runs the column check there. Every HTML page of the build is opened (found anew on each
+run), except the redirect stubs of moved pages, which hold nothing but a meta refresh."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftes
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
 OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
+PAGE_JS = open(os.path.join(HERE, "page_overflow.js"), encoding="utf-8").read()
 WIDTHS = (390,)
 REFRESH = re.compile(r'http-equiv="refresh"', re.I)
 
@@ -42,8 +46,26 @@ def overflows(html_dir) -> dict:
                 page.goto(base + name, wait_until="load")
                 page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
                 out[(width, name)] = page.evaluate(OVERFLOW_JS)
+                out[(width, name, "page")] = page.evaluate(PAGE_JS)
             ctx.close()
     return out
+
+
+def test_every_page_is_checked(html_dir):
+    """Not a sample: every page of the build but the redirect stubs."""
+    everything = built_pages(html_dir)
+    stubs = [n for n in everything if REFRESH.search(open(os.path.join(html_dir, n), encoding="utf-8").read())]
+    assert sorted(PAGES) == sorted(set(everything) - set(stubs))
+    assert len(PAGES) >= 20, PAGES
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_page_no_wider_than_the_window(overflows, width, name):
+    bad = overflows[(width, name, "page")]
+    assert not bad, (f"{name} at {width} px is {bad['width']} px wide ({bad['room']} px of window): "
+                     "the reader scrolls the whole page sideways. Reaching beyond the edge:\n  "
+                     + "\n  ".join(bad["culprits"]))
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -70,4 +92,10 @@ def test_the_overflow_check_sees_an_overflow(html_dir):
         page.evaluate("""() => { const t = document.getElementById("wide"), d = document.createElement("div");
             d.style.overflowX = "auto"; t.replaceWith(d); d.appendChild(t); }""")
         assert not page.evaluate(OVERFLOW_JS)
+        assert page.evaluate(PAGE_JS) is None
+        # a long unbreakable word widens the page itself: the page check sees it
+        page.evaluate("""() => document.querySelector("article.bd-article p").insertAdjacentHTML(
+            "beforeend", '<span id="long" style="white-space: nowrap">' + "x".repeat(400) + '</span>')""")
+        found = page.evaluate(PAGE_JS)
+        assert found and found["width"] > 390 and any("#long" in c for c in found["culprits"]), found
         ctx.close()

@@ -73,3 +73,11 @@ def test_mathjax_is_local_on_math_pages(html_pages):
             seen = True
             assert all(not EXTERNAL.match(s) and "_static/mathjax/" in s for s in srcs), (page, srcs)
     assert seen, "no page loads MathJax; the book's math would not render"
+
+
+def test_no_folder_of_the_build_machine_in_pages(html_pages):
+    """Printed outputs and tracebacks name sattn/x.py, not the checkout's folder (tools/book_reader.py
+    applies sattn.presentation.lab.portable_text to every output block)."""
+    from conftest import ROOT
+    bad = [os.path.basename(p) for p in html_pages if ROOT + "/sattn/" in open(p, encoding="utf-8").read()]
+    assert not bad, f"pages naming the checkout's folder {ROOT}: {bad}"

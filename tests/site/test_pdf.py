@@ -121,3 +121,105 @@ def test_every_page_carries_the_version(pdf_pages):
     v = book_version.version()
     missing = [i + 1 for i, p in enumerate(pages) if f"version {v}" not in p]
     assert not missing, f"pages without 'version {v}' in the footer: {missing[:10]}"
+
+
+# ---- nothing cut at the right edge -------------------------------------------------------------
+
+_FOOTER = re.compile(r"^.*version \S+ · commit .*$", re.M)
+_HIDDEN = re.compile(r'<details class="[^"]*\bhide\b[^"]*">.*?</details>', re.S)
+_PRE = re.compile(r"<pre[^>]*>(.*?)</pre>", re.S)
+
+
+def _squeeze(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def _printed_lines():
+    """Every line of every monospaced box the one-page build prints: code cells (but those whose
+    input the chapter hides), printed outputs, tracebacks, listings."""
+    import html as html_mod
+    page = _HIDDEN.sub("", _single_page())
+    out = []
+    for block in _PRE.findall(page):
+        text = html_mod.unescape(re.sub(r"<[^>]+>", "", block))
+        out += [line for line in text.splitlines() if line.strip()]
+    return out
+
+
+def test_no_code_or_output_line_is_cut(pdf_pages):
+    """Each line of code and printed output, whitespace aside, is in the PDF's text layer: a line
+    cut at the right edge of its box (924 of 3,499 code lines were) is missing its end there."""
+    _, pages = pdf_pages
+    text = _squeeze("\n".join(_FOOTER.sub("", p) for p in pages))
+    lines = _printed_lines()
+    assert len(lines) > 1000, f"only {len(lines)} printed lines found in the one-page build"
+    missing = [line for line in lines if _squeeze(line) not in text]
+    assert not missing, (f"{len(missing)} of {len(lines)} lines are not whole in the PDF (cut at the "
+                         "right edge?):\n" + "\n".join(f"  {line.strip()[:110]}" for line in missing[:25]))
+
+
+def test_outline_is_clean(pdf_pages):
+    """One bookmark per chapter and section, each title once, no number printed twice."""
+    reader, _ = pdf_pages
+    titles = []
+
+    def walk(items, depth=0):
+        for it in items:
+            if isinstance(it, list):
+                walk(it, depth + 1)
+            else:
+                titles.append((depth, it.title))
+    walk(reader.outline)
+    top = [t for d, t in titles if d == 0]
+    problems = [t for _, t in titles if re.match(r"^\s*(\d+(\.\d+)*\.)\s+\1", t)]
+    problems += [f"{t} (twice at the top level)" for t in set(top) if top.count(t) > 1]
+    assert not problems, f"garbled outline entries: {problems[:10]}"
+    for chapter in ("Notation", "Bibliography", "API reference"):
+        assert any(chapter in t for t in top), f"{chapter} is not a top-level bookmark: {top}"
+    assert len([t for t in top if re.match(r"\d+\. ", t)]) == 16, top
+
+
+def test_every_chapter_starts_on_a_new_page(pdf_pages):
+    """Each top-level bookmark (the 16 chapters, the notation, the back matter) points to a page
+    whose text begins with its title (within its first lines: the text layer of the bibliography
+    lists its labels first): the chapter starts that page, and the outline is right."""
+    reader, pages = pdf_pages
+    bad = []
+    for it in reader.outline:
+        if isinstance(it, list) or it.title == "The Expressive Power of Self-Attention":
+            continue
+        n = reader.get_destination_page_number(it)
+        if _squeeze(it.title) not in _squeeze(pages[n])[:400]:
+            bad.append(f"{it.title!r} -> page {n + 1}, which begins {pages[n].strip()[:60]!r}")
+    assert not bad, "chapters that do not start their page (or wrong bookmarks):\n" + "\n".join(bad)
+
+
+def test_the_api_reference_is_left_to_the_website(pdf_pages):
+    """The API chapter keeps its bookmark and a note; its entries are not printed."""
+    reader, pages = pdf_pages
+    text = "\n".join(pages)
+    assert "reference of the sattn package" in text
+    top = [(it.title, reader.get_destination_page_number(it)) for it in reader.outline
+           if not isinstance(it, list)]
+    i = [t for t, _ in top].index("API reference")
+    assert top[i + 1][1] - top[i][1] <= 1, f"the API reference takes pages {top[i][1] + 1}-{top[i + 1][1]}"
+
+
+def test_readme_takes_no_pdf_or_kit_numbers_from_prose():
+    """Pages and sizes of the PDF and the kit come from the build (make pdf and make book print
+    them and write _build/pdf/sattn-book.json and _build/html/sattn-kit.json), not the README."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    sections = re.findall(r"^### (?:The book as a PDF|The runnable kit).*?(?=^##)", readme, re.M | re.S)
+    assert len(sections) == 2
+    for s in sections:
+        s = re.sub(r"\nLaTeX was measured.*?\n\n", "\n", s, flags=re.S)  # sizes of TeX packages
+        hits = re.findall(r"\b\d[\d,.]*\s*(?:pages|MB)\b", s)
+        assert not hits, f"README states PDF/kit numbers by hand: {hits}"
+
+
+def test_build_facts_of_the_pdf():
+    import json
+    facts = json.load(open(os.path.splitext(PDF)[0] + ".json", encoding="utf-8"))
+    import pypdf
+    assert facts["pages"] == len(pypdf.PdfReader(PDF).pages)
+    assert facts["bytes"] == os.path.getsize(PDF)

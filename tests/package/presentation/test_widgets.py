@@ -156,3 +156,46 @@ def test_grid_values_may_be_tuples_or_arrays():
     assert ex.n_views == 2
     with pytest.raises(TypeError, match=r"grid\['c'\] must be a list, tuple, range or 1-D array"):
         precomputed_explorer(lambda c: "", {"c": np.ones((2, 2))})
+
+
+def _render_checked(L, d):
+    if d > L:
+        raise ValueError("d must be at most L")
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, L, d])
+    return fig
+
+
+def test_invalid_combination_keeps_a_figure_with_the_message_beside_it():
+    ex = precomputed_explorer(_render_checked, {"L": [32, 64], "d": [16, 64]})
+    bad = ex.view(L=32, d=64)
+    assert isinstance(bad, widgets.HBox)
+    img, note = bad.children
+    assert img is ex.view(L=32, d=16)          # the nearest valid view (one value away), not a copy
+    assert "d must be at most L" in note.value and "d = 16" in note.value
+    with pytest.raises(ValueError, match="every combination"):
+        precomputed_explorer(_render_checked, {"L": [8], "d": [16]})
+
+
+def test_stored_bundle_carries_the_default_view():
+    ex = precomputed_explorer(_render_checked, {"L": [32, 64], "d": [16, 64]}, value={"L": 64})
+    bundle = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" in bundle
+    html_ex = precomputed_explorer(_render_html, {"a": [1, 2], "b": ["x"]})
+    assert html_ex._repr_mimebundle_()["text/html"] == "<p>a=1, b=x</p>"
+    bad = precomputed_explorer(_render_checked, {"L": [32], "d": [16, 64]}, value={"d": 64})
+    assert "d must be at most L" in bad._repr_mimebundle_()["text/html"]
+
+
+def test_live_explorer_stores_its_figure_and_keeps_it_on_bad_values(monkeypatch):
+    import sattn.presentation.widgets as w
+    shown = []
+    monkeypatch.setattr(w, "display", shown.append)   # (no kernel here to fill the Output area)
+    L = widgets.IntSlider(value=32, min=8, max=64)
+    d = widgets.IntSlider(value=16, min=1, max=64)
+    ex = live_explorer(_render_checked, L=L, d=d)
+    png = ex._repr_mimebundle_()["image/png"]
+    d.value = 48                               # d > L: the last figure stays, with the message
+    assert ex._repr_mimebundle_()["image/png"] == png
+    assert "d must be at most L" in shown[-1].data and png in shown[-1].data
+    assert plt.get_fignums() == []

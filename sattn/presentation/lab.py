@@ -1,0 +1,189 @@
+"""The chapters in JupyterLab: ``python -m sattn lab`` and what a save writes.
+
+A chapter is a pair: ``NN_name.md`` (MyST, the source) and ``NN_name.ipynb`` (the executed
+notebook), paired by jupytext (``formats: ipynb,md:myst`` in the front matter). Saving either one in
+JupyterLab writes both. Three things keep the pair a faithful copy of the book after a save:
+
+* ``chapters/jupytext.toml`` sets ``outdated_text_notebook_margin = inf``: the ``.md`` is always
+  the source of the cells, even when the ``.ipynb`` is newer (a save, a checkout, a touch), so
+  jupytext never refuses to open a chapter;
+* the stored ``.md`` and ``.ipynb`` are written exactly as jupytext writes them (cell options in
+  the sorted key order of the ``.ipynb``), so a save without an edit changes no byte;
+* :func:`pre_save_hook` gives every widget view a model id derived from its cell (the kernel's
+  random UUIDs would change on every run) and drops the absolute folders of the machine from
+  tracebacks and warnings (:func:`portable_text`), exactly as ``tools/execute_notebooks.py`` does
+  for the stored notebooks.
+
+References
+----------
+jupytext's contents manager and configuration: https://jupytext.readthedocs.io (``pairing``,
+``outdated_text_notebook_margin``); Jupyter Server's ``ContentsManager.pre_save_hook``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+
+__all__ = ["portable_text", "portable_notebook", "pre_save_hook", "lab_command", "main"]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# An absolute folder up to an installed package (site-packages/...) or up to the sattn package
+# of a checkout (/work/x/sattn/...): the part that depends on the machine.
+# (what precedes the path, kept: start, a non-path character or an ANSI colour code)
+_BEFORE = r"(^|[^\w./~-]|\x1b\[[0-9;]*m)"
+_SITE = re.compile(_BEFORE + r"/(?:[\w.+@~-]+/)*?(?:site|dist)-packages/", re.M)
+_CHECKOUT = re.compile(_BEFORE + r"/(?:[\w.+@~-]+/)*?(?=sattn/[\w/]*\w\.py)", re.M)
+
+
+def portable_text(text: str) -> str:
+    """``text`` with the machine's folders removed from file paths of Python modules.
+
+    ``/home/me/book/.venv/lib/python3.11/site-packages/numpy/linalg.py`` becomes
+    ``numpy/linalg.py`` and ``/home/me/book/sattn/attention.py`` becomes ``sattn/attention.py``.
+
+    Parameters
+    ----------
+    text : str
+        A traceback line, a warning, any printed text.
+
+    Returns
+    -------
+    str
+
+    References
+    ----------
+    Used by :func:`portable_notebook` (stored notebooks, saves in JupyterLab).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _CHECKOUT.sub(r"\1", _SITE.sub(r"\1", text))
+
+
+def _portable(value):
+    if isinstance(value, str):
+        return portable_text(value)
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return value
+
+
+def portable_notebook(nb: dict) -> dict:
+    """Make a notebook's outputs independent of the run and the machine, in place; return it.
+
+    Each widget view output gets the model id ``sha1(cell id / output index)[:32]`` and every text
+    output (streams, tracebacks, ``text/plain``, ``text/html``) goes through :func:`portable_text`.
+    The widget state (``metadata.widgets``) is dropped: the views of a stored chapter are rebuilt by
+    running it, and its pictures are the ``image/png`` stored next to each view. The cells'
+    ``trusted`` flags are dropped too, so Jupyter does not sign the saved notebook: reopened, it
+    shows those pictures rather than widgets whose models died with the kernel.
+
+    Parameters
+    ----------
+    nb : dict
+        A notebook (nbformat 4 node or plain dict).
+
+    Returns
+    -------
+    dict
+        ``nb`` itself.
+
+    References
+    ----------
+    ``tools/execute_notebooks.py`` (stored notebooks) and :func:`pre_save_hook` (JupyterLab).
+    """
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise TypeError("nb must be a notebook: a dict with a list of cells")
+    nb.get("metadata", {}).pop("widgets", None)
+    for cell in nb["cells"]:
+        # not signed as trusted on save: a trusted notebook reopened without its kernel asks the
+        # widget manager for models that no longer exist (an error where the figure was); an
+        # untrusted one shows the picture stored next to each widget view
+        cell.get("metadata", {}).pop("trusted", None)
+        for k, out in enumerate(cell.get("outputs", []) or []):
+            data = out.get("data", {})
+            view = data.get(WIDGET_VIEW)
+            if isinstance(view, dict) and "model_id" in view and cell.get("id"):
+                view["model_id"] = hashlib.sha1(f"{cell['id']}/{k}".encode()).hexdigest()[:32]
+            if "text" in out:
+                out["text"] = _portable(out["text"])
+            if "traceback" in out:
+                out["traceback"] = _portable(out["traceback"])
+            for mime in ("text/plain", "text/html"):
+                if mime in data:
+                    data[mime] = _portable(data[mime])
+    return nb
+
+
+def _is_book_chapter(nb: dict) -> bool:
+    formats = nb.get("metadata", {}).get("jupytext", {}).get("formats", "")
+    return isinstance(formats, str) and "md:myst" in formats
+
+
+def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
+    """Jupyter Server ``ContentsManager.pre_save_hook``: :func:`portable_notebook` on a chapter.
+
+    Only notebooks paired with MyST Markdown (the book's chapters) are touched; other files and
+    notebooks are saved as they are.
+
+    References
+    ----------
+    Set by :func:`lab_command` (``make lab``, ``python -m sattn lab``).
+    """
+    if not isinstance(model, dict) or model.get("type") != "notebook":
+        return
+    nb = model.get("content")
+    if isinstance(nb, dict) and _is_book_chapter(nb):
+        portable_notebook(nb)
+
+
+def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
+                host: str = "127.0.0.1") -> list[str]:
+    """The ``jupyter lab`` command line that ``python -m sattn lab`` runs.
+
+    JupyterLab on ``folder``, bound to ``host``, with :func:`pre_save_hook`; ``--allow-root`` when
+    run as root (containers), which JupyterLab refuses otherwise.
+
+    Parameters
+    ----------
+    folder : str
+        The folder of the chapters (it holds ``jupytext.toml``).
+    args : list of str, optional
+        More JupyterLab options (``--port=8890``, ``--no-browser``, ...).
+    host : str
+        The address to listen on.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        If ``folder`` is not a folder.
+
+    References
+    ----------
+    README, "JupyterLab".
+    """
+    if not os.path.isdir(folder):
+        raise ValueError(f"no folder {folder!r}: give the folder of the chapters (e.g. chapters)")
+    exe = os.path.join(os.path.dirname(sys.executable), "jupyter")
+    if not os.path.exists(exe):
+        exe = shutil.which("jupyter") or "jupyter"
+    cmd = [exe, "lab", f"--notebook-dir={folder}", f"--ip={host}",
+           f"--ContentsManager.pre_save_hook={__name__}.pre_save_hook"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    return cmd + list(args or [])
+
+
+def main(folder: str = "chapters", args: list[str] | None = None) -> int:
+    """Run :func:`lab_command` in place of this process (Ctrl-C stops JupyterLab)."""
+    cmd = lab_command(folder, args)
+    os.execv(cmd[0], cmd) if os.path.isabs(cmd[0]) else os.execvp(cmd[0], cmd)
+    return 0  # pragma: no cover

@@ -1,0 +1,64 @@
+"""sattn.presentation.lab: portable stored notebooks and the JupyterLab command."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sattn.presentation import lab
+
+
+@pytest.mark.parametrize("before,after", [
+    ("\x1b[32m/home/me/book/sattn/patterns/sparse.py:372\x1b[39m", "\x1b[32msattn/patterns/sparse.py:372\x1b[39m"),
+    ("/opt/v/lib/python3.11/site-packages/numpy/linalg/_linalg.py:3: Warning",
+     "numpy/linalg/_linalg.py:3: Warning"),
+    ('File "/work/x/sattn/__main__.py", line 1', 'File "sattn/__main__.py", line 1'),
+    ("see ../data/fig3.csv and a/b/sattn/x.py", "see ../data/fig3.csv and a/b/sattn/x.py"),
+])
+def test_portable_text(before, after):
+    assert lab.portable_text(before) == after
+
+
+def test_portable_text_rejects_non_text():
+    with pytest.raises(TypeError, match="text must be a str"):
+        lab.portable_text(3)
+
+
+def _chapter(model_id="0f" * 16):
+    return {"metadata": {"jupytext": {"formats": "ipynb,md:myst"}, "widgets": {"state": {}}},
+            "cells": [{"id": "abc", "cell_type": "code", "source": "", "metadata": {"trusted": True},
+                       "outputs": [
+                {"output_type": "display_data", "data": {
+                    lab.WIDGET_VIEW: {"model_id": model_id, "version_major": 2},
+                    "text/plain": "VBox()"}},
+                {"output_type": "error", "traceback": ["File /srv/ck/sattn/a.py:3"]}]}]}
+
+
+def test_pre_save_hook_makes_a_chapter_portable_and_run_independent():
+    a, b = _chapter("1" * 32), _chapter("2" * 32)
+    for nb in (a, b):
+        lab.pre_save_hook(model={"type": "notebook", "content": nb}, path="01.ipynb")
+    assert a == b                               # two runs, two random ids: one stored notebook
+    assert "widgets" not in a["metadata"]
+    assert "trusted" not in a["cells"][0]["metadata"]      # not signed: reopened, it shows pictures
+    assert a["cells"][0]["outputs"][1]["traceback"] == ["File sattn/a.py:3"]
+
+
+def test_pre_save_hook_leaves_other_notebooks_alone():
+    nb = _chapter()
+    nb["metadata"]["jupytext"] = {}
+    before = repr(nb)
+    lab.pre_save_hook(model={"type": "notebook", "content": nb}, path="mine.ipynb")
+    lab.pre_save_hook(model={"type": "file", "content": "x"}, path="a.txt")
+    assert repr(nb) == before
+
+
+def test_lab_command(tmp_path):
+    cmd = lab.lab_command(str(tmp_path), ["--no-browser"])
+    assert cmd[1] == "lab" and f"--notebook-dir={tmp_path}" in cmd and "--ip=127.0.0.1" in cmd
+    assert "--ContentsManager.pre_save_hook=sattn.presentation.lab.pre_save_hook" in cmd
+    assert ("--allow-root" in cmd) == (os.geteuid() == 0)
+    assert cmd[-1] == "--no-browser"
+    with pytest.raises(ValueError, match="no folder"):
+        lab.lab_command(str(tmp_path / "missing"))
