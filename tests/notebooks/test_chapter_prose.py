@@ -50,7 +50,7 @@ MAKING_OF = [
     r"\bbuild short\b",
     r"\bbuild[- ]?(?:time )?budget\b",
     r"\bto keep the (?:book's )?build\b",
-    r"\b(?:this|our|the|a|one|each|every) session\b(?! cookie)",
+    r"\b(?:this|our|the|a|one|each|every) session\b(?! (?:cookie|token))",
     r"\bsessions? of the project\b",
     r"\b(?:issue|pr|pull request)s? #?\d+",
     r"\bpin conflict",
@@ -74,6 +74,7 @@ README_READER_SECTIONS = [
     "Other commands",
     "Running the experiments on a Dask cluster",
     "The website as readers use it",
+    "Using `sattn` as a library",
 ]
 README_MAINTAINER_SECTIONS = [
     "Layout",
@@ -228,6 +229,7 @@ def test_the_checks_catch_what_they_should():
     assert making_of([(1, "to keep the book's build short")])
     assert not making_of([(1, "The request must carry the session cookie.")])
     assert not making_of([(1, "a browser that holds a live session")])
+    assert not making_of([(1, "it answers with a session token for this tab")])
     assert not making_of([(1, "the `sattn` wheel and the chapters")])
     assert not making_of([(1, "the version is stamped at build time")])
     readme = "intro\n## Layout\nthis machine\n### Sub\nthis machine\n## Quickstart\nok\n"
