@@ -65,6 +65,7 @@ from .store import (
     _sha256_file,
     _versions,
     _write_csv,
+    exit_with_parent,
     read_manifest,
     write_manifest,
 )
@@ -150,21 +151,31 @@ def _one_blas_thread():
         yield
 
 
-def _run_and_store(task: Task, root: str) -> tuple[str, dict]:
-    payload = run_task(task)
-    TaskStore(root).save(task, payload)
-    return task.task_id, payload
+def _run_in_worker(task: Task, parent: int) -> tuple[Task, dict]:
+    """Run on a joblib worker: compute and return; the parent (the lock holder) writes the store.
+
+    The worker also exits as soon as ``parent`` dies (:func:`~sattn.experiments.store.exit_with_parent`),
+    so a killed run leaves no process computing for nobody.
+    """
+    exit_with_parent(parent)
+    return task, run_task(task)
 
 
 def _task_id(task: Task) -> str:
     return task.task_id
 
 
-def _stored_as_they_arrive(results, store: TaskStore):
-    """Results of the cluster, each written to the client's store as it arrives."""
-    for task, payload in results:
-        store.save(task, payload)
-        yield task.task_id, payload
+def _stored_as_they_arrive(results, store: TaskStore, lock: OutputLock):
+    """``(task, payload)`` pairs, each written to the store by this process (which holds
+    ``lock``) as it arrives; workers never write."""
+    try:
+        for task, payload in results:
+            store.save(task, payload, lock=lock)
+            yield task.task_id, payload
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:       # cancel what is still pending (Dask, joblib)
+            close()
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -311,13 +322,16 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                     scheduler, workers=None if scheduler != "local" else
                     min(workers or os.cpu_count() or 1, len(todo))))
                 cluster_workers = n_workers(client)
-                results = stack.enter_context(contextlib.closing(_stored_as_they_arrive(
-                    run_on_cluster(client, run_task, todo, key=_task_id), store)))
+                results = run_on_cluster(client, run_task, todo, key=_task_id,
+                                         parent=os.getpid() if scheduler == "local" else None)
             elif jobs == 1:
-                results = (_run_and_store(t, str(store.root)) for t in todo)
+                results = ((t, run_task(t)) for t in todo)
             else:
+                # the workers compute; this process writes each result as it arrives
                 results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(_run_and_store)(t, str(store.root)) for t in todo)
+                    delayed(_run_in_worker)(t, os.getpid()) for t in todo)
+            results = stack.enter_context(contextlib.closing(
+                _stored_as_they_arrive(results, store, lock)))
             for tid, payload in results:
                 payloads[tid] = payload
                 computed.append(tid)

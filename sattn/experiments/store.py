@@ -17,6 +17,8 @@ import json
 import os
 import platform
 import socket
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -28,7 +30,8 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "read_manifest", "write_manifest"]
+__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "exit_with_parent", "read_manifest",
+           "write_manifest"]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
 MANIFEST_DIGEST = "manifest_sha256"
@@ -77,6 +80,40 @@ def _atomic_write(path: Path, data: bytes):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+#: Seconds between two checks of a worker's watchdog (:func:`exit_with_parent`).
+WATCH_INTERVAL = 0.2
+_watched: set = set()
+_watch_guard = threading.Lock()
+
+
+def exit_with_parent(parent: int) -> None:
+    """Make this worker process exit (``os._exit``) as soon as its parent ``parent`` dies.
+
+    Called at the start of every task a worker process runs (joblib/loky, a local Dask cluster):
+    the first call starts a daemon thread that checks ``os.getppid()`` every
+    :data:`WATCH_INTERVAL` seconds; when the parent is gone (the process is re-parented), the
+    worker ends at once, without running ``atexit`` handlers or finishing its task. If the parent
+    is already gone when the task starts, the worker ends here. Workers never write the store
+    (the parent, which holds the output folder's :class:`OutputLock`, does), so this only stops
+    orphaned computation. Pass only the PID of the process that started this worker (not for
+    workers of a remote Dask cluster).
+    """
+    if os.getppid() != parent:
+        os._exit(70)
+    with _watch_guard:
+        if parent in _watched:
+            return
+        _watched.add(parent)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(WATCH_INTERVAL)
+        os._exit(70)
+
+    threading.Thread(target=watch, name=f"sattn-exit-with-{parent}", daemon=True).start()
+    return True
 
 
 class OutputLock:
@@ -221,7 +258,16 @@ class TaskStore:
                              "Use another --out folder, or delete the file to recompute.")
         return payload
 
-    def save(self, task: Task, payload: dict):
+    def save(self, task: Task, payload: dict, *, lock: OutputLock | None = None):
+        """Write the record of ``task`` atomically.
+
+        ``lock``: the output folder's :class:`OutputLock`; when given it must be held by this
+        process and cover the store (:func:`~sattn.experiments.protocol.reproduce` passes it, so
+        only the process holding the lock writes results).
+        """
+        if lock is not None and not (isinstance(lock, OutputLock) and lock.covers(self.root)):
+            raise StoreError(f"writing a result to {self.root} needs the output folder's lock "
+                             "(OutputLock) held by this process")
         rec = {"payload": payload, "sha256": _sha256_bytes(_canonical(payload))}
         _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
 
