@@ -23,7 +23,7 @@ import sys
 from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
-from .experiments.store import StoreError
+from .experiments.store import StoreError, filesystem_error
 
 
 def _reproduce(args) -> int:
@@ -104,6 +104,9 @@ def main(argv=None) -> int:
         return args.func(args)
     except (ExperimentError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:                   # a filesystem fault the store did not name itself
+        print(f"error: {filesystem_error(exc, 'use')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished tasks are saved; rerun the same command to resume",

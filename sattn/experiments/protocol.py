@@ -61,11 +61,13 @@ from .store import (
     TaskStore,
     _check_existing_manifest,
     _check_fig5_outputs,
+    _regular_file,
     _sha256_bytes,
     _sha256_file,
     _versions,
     _write_csv,
     exit_with_parent,
+    filesystem_error,
     read_manifest,
     write_manifest,
 )
@@ -285,12 +287,24 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
                 f"L = {prof.fig5['L']}, computed here; --setups, --lengths and --scheduler apply "
                 f"to fig3 and fig4 only, got setups={setups!r}, lengths={lengths!r}, "
                 f"scheduler={scheduler!r}")
-        with OutputLock(out):
+        with _filesystem_faults(), OutputLock(out):
             return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths, budget=budget)
-    with OutputLock(out) as lock:
+    with _filesystem_faults(), OutputLock(out) as lock:
         return _reproduce_tasks(figure, prof, tasks, out, lock, jobs=jobs, progress=progress,
                                 scheduler=scheduler, workers=workers)
+
+
+@contextlib.contextmanager
+def _filesystem_faults():
+    """A filesystem fault on a named path (read-only folder, a folder where a file belongs, a
+    full disk, ...) as a :class:`StoreError` naming the path and the reason."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        raise filesystem_error(exc) from exc
 
 
 def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, scheduler, workers):
@@ -487,7 +501,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
     cpath, mpath = data_dir / f"{figure}.csv", data_dir / f"{figure}_manifest.json"
     for p in (cpath, mpath):
-        if not p.exists():
+        if not _regular_file(p, "the data file"):
             raise StoreError(f"{p} is missing; run `python -m sattn reproduce {figure}` first")
     man = read_manifest(mpath, remedy=f"restore it (e.g. from git) or run `python -m sattn "
                                       f"reproduce {figure}` to rebuild it.")
