@@ -12,6 +12,7 @@ The chapters use the flat API: every name in ``sattn.__all__`` is importable as 
 """
 
 from ._version import __version__ as __version__
+from ._validate import SizeTooLargeError
 from .results import ClaimFailed, Result, check
 from .attention import attention_logits, causal_mask, row_softmax, sam, self_attention, usam
 from .layers import (
@@ -233,6 +234,7 @@ __all__ = [
     "quantizer_ffn",
     "two_layer_approximation",
     "ClaimFailed",
+    "SizeTooLargeError",
     "Result",
     "check",
     "apply_style",

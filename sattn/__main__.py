@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._validate import SizeTooLargeError
 from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ExperimentError, StoreError) as exc:
+    except (ExperimentError, StoreError, SizeTooLargeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:                   # a filesystem fault the store did not name itself

@@ -37,7 +37,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import as_vector, check_bool, check_int
+from .._validate import SizeTooLargeError, as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster
@@ -222,6 +222,10 @@ def _progress(total, desc, enabled):
     return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
 
 
+#: The most worker processes of one run (``jobs``, or ``workers`` of a local Dask cluster).
+MAX_WORKERS = 256
+
+
 def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out=None,
               progress=True, scheduler=None, workers=None, budget=None) -> dict:
     """Compute (or resume) the data of one figure and write ``<out>/<figure>.csv`` + manifest.
@@ -236,7 +240,8 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
-        Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
+        Parallel workers (joblib; ``-1`` for all cores), at most 256 (``MAX_WORKERS``). Results do
+        not depend on it.
     scheduler : str, optional
         Run the tasks on a Dask cluster instead of joblib: ``"local"`` starts a
         ``distributed.LocalCluster`` of worker processes on 127.0.0.1 (no dashboard) for this run;
@@ -245,7 +250,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         ``jobs`` other than 1, nor with ``"fig5"``. Results do not depend on it.
     workers : int, optional
         Worker processes of ``scheduler="local"`` (default: the number of CPU cores, at most one
-        per task).
+        per task), at most 256.
     out : path, optional
         Output folder; default the profile's (``data`` for "paper", ``data/q1`` for "paper-q1",
         ``data/quick`` for "quick").
@@ -264,7 +269,10 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         scheduler given for fig5); no scheduler at the address; a task lost by the cluster.
     StoreError
         A stored result or the manifest is corrupted, or another run holds the lock of ``out``;
-        nothing is overwritten.
+        nothing is overwritten. Also a filesystem fault (a read-only or unwritable ``out``, a
+        file where a folder belongs or a folder where a file belongs), naming the path.
+    SizeTooLargeError
+        ``jobs`` or ``workers`` above 256.
     """
     prof = get_profile(profile)
     if figure not in FIGURES:
@@ -274,7 +282,13 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     check_bool('progress', progress)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    if jobs > MAX_WORKERS:
+        raise SizeTooLargeError(f"jobs = {jobs} is too large: at most {MAX_WORKERS} is allowed "
+                                "(each job is a worker process; -1 uses every core)")
     check_scheduler(scheduler, workers)
+    if workers is not None and workers > MAX_WORKERS:
+        raise SizeTooLargeError(f"workers = {workers} is too large: at most {MAX_WORKERS} is "
+                                "allowed (each worker is a process of the local cluster)")
     if scheduler is not None and jobs != 1:
         raise ExperimentError(f"jobs={jobs!r} asks for joblib workers on this machine, but with a "
                               "scheduler the cluster's workers run the tasks (--workers N sizes "
@@ -539,6 +553,12 @@ def load_figure(figure, data_dir="data", *, verify=True):
 def fit_log(L, d):
     """Least-squares fit ``d ~ a ln L + b``; returns ``(a, b, R^2)``.
 
+    Raises
+    ------
+    ValueError, TypeError
+        ``L`` and ``d`` not 1-D real arrays of equal length ``>= 2``, a length ``L <= 0``, or
+        fewer than two distinct lengths (the slope would not be determined).
+
     References
     ----------
     Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); :ref:`ch-experiments`.
@@ -549,6 +569,8 @@ def fit_log(L, d):
         raise ValueError(f"L must hold positive lengths (ln L is fitted), got {L.tolist()}")
     if L.shape != d.shape or L.ndim != 1 or L.size < 2:
         raise ValueError(f"L and d must be 1-D of equal length >= 2, got {L.shape} and {d.shape}")
+    if np.unique(L).size < 2:   # ln L constant: the slope is not determined (as fit_law refuses it)
+        raise ValueError(f"L must hold at least two distinct lengths, got {np.unique(L).tolist()}")
     X = np.column_stack([np.log(L), np.ones_like(L)])
     (a, b), *_ = np.linalg.lstsq(X, d, rcond=None)
     resid = d - X @ np.array([a, b])
