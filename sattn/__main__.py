@@ -11,8 +11,9 @@
 ``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``
 or on the cluster. ``--scheduler tcp://HOST:PORT`` runs the tasks on a running Dask cluster,
 ``--scheduler local`` on a local cluster of ``--workers`` processes (default: one per core); the
-results come back to this process, which writes the store. One run at a time may write to an
-``--out`` folder (a second one is refused, changing nothing).
+results come back to this process, which writes the store (with ``--jobs`` too; workers exit when
+this process dies). One run at a time may write to an ``--out`` folder (a second one is refused,
+changing nothing). Bad requests and filesystem faults end with one ``error:`` line and status 2.
 """
 
 from __future__ import annotations

@@ -732,6 +732,9 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     tokens; rounding can break it by merging scores into ties in one sequence only. The report's
     ``value`` is the fraction of heads for which it survives; ``margin`` is the softmax gap of the
     fixed head ``W_Q = 0.3 e_1`` (softmax still separates the pair) computed in the format.
+    ``trials``, ``d``, ``max_heads``, ``max_s`` and ``bound`` have the caps of
+    :func:`sattn.check_hardmax_counterexample` (a larger value is a
+    :class:`sattn.SizeTooLargeError`).
 
     References
     ----------

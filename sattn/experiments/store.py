@@ -149,7 +149,7 @@ def exit_with_parent(parent: int) -> None:
 
     Called at the start of every task a worker process runs (joblib/loky, a local Dask cluster):
     the first call starts a daemon thread that checks ``os.getppid()`` every
-    :data:`WATCH_INTERVAL` seconds; when the parent is gone (the process is re-parented), the
+    ``WATCH_INTERVAL`` seconds; when the parent is gone (the process is re-parented), the
     worker ends at once, without running ``atexit`` handlers or finishing its task. If the parent
     is already gone when the task starts, the worker ends here. Workers never write the store
     (the parent, which holds the output folder's :class:`OutputLock`, does), so this only stops

@@ -546,6 +546,10 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     ------
     ValueError, TypeError
         If ``L``, ``k`` or ``gamma`` is out of range, or ``rng`` is not a Generator.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -662,6 +666,10 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -710,6 +718,10 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -762,6 +774,10 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -803,6 +819,10 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     ------
     ValueError, TypeError
         If ``L`` is not an integer ``>= 1`` or ``rng`` is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------

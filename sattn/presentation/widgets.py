@@ -138,6 +138,8 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     ValueError
         If the grid is empty, a parameter has no values or repeated values, or ``value`` names
         an unknown parameter or an off-grid value.
+    SizeTooLargeError
+        If the grid has more than 1000 combinations (``MAX_VIEWS``) or ``dpi > 2400``.
 
     References
     ----------
