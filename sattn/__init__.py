@@ -12,6 +12,9 @@ The chapters use the flat API: every name in ``sattn.__all__`` is importable as 
 """
 
 from ._version import __version__ as __version__
+# The error of every size cap (a ValueError), importable as sattn.SizeTooLargeError; it lives with the
+# argument checks in the private sattn._validate, so it is not one of the flat API's __all__ names.
+from ._validate import SizeTooLargeError as SizeTooLargeError
 from .results import ClaimFailed, Result, check
 from .attention import attention_logits, causal_mask, row_softmax, sam, self_attention, usam
 from .layers import (

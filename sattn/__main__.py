@@ -12,8 +12,9 @@
 ``kill -9``) recomputes only the tasks that had not finished. Results do not depend on ``--jobs``
 or on the cluster. ``--scheduler tcp://HOST:PORT`` runs the tasks on a running Dask cluster,
 ``--scheduler local`` on a local cluster of ``--workers`` processes (default: one per core); the
-results come back to this process, which writes the store. One run at a time may write to an
-``--out`` folder (a second one is refused, changing nothing).
+results come back to this process, which writes the store (with ``--jobs`` too; workers exit when
+this process dies). One run at a time may write to an ``--out`` folder (a second one is refused,
+changing nothing). Bad requests and filesystem faults end with one ``error:`` line and status 2.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._validate import SizeTooLargeError
 from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
-from .experiments.store import StoreError
+from .experiments.store import StoreError, filesystem_error
 from .presentation import lab
 
 
@@ -117,8 +119,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ExperimentError, StoreError) as exc:
+    except (ExperimentError, StoreError, SizeTooLargeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:                   # a filesystem fault the store did not name itself
+        print(f"error: {filesystem_error(exc, 'use')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished tasks are saved; rerun the same command to resume",

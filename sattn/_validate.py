@@ -8,11 +8,17 @@ reshaped or cast to a different meaning.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 __all__ = [
+    "MAX_BYTES",
+    "MAX_DENSE_L",
+    "MAX_DRAWS",
+    "MAX_L",
+    "SizeTooLargeError",
     "as_float_array",
     "check_bool",
     "as_matrix",
@@ -20,7 +26,70 @@ __all__ = [
     "check_int",
     "check_real",
     "check_rng",
+    "check_size",
 ]
+
+#: The largest array (in bytes) that one call allocates because of a size argument: 4 GiB.
+MAX_BYTES = 4 * 2**30
+#: The largest L of a dense L x L float64 result (an L x L float64 array of at most MAX_BYTES): 23170.
+MAX_DENSE_L = math.isqrt(MAX_BYTES // 8)
+#: The largest sequence length of a sparse (CSR) pattern or of the experiments: 2**17 = 131072
+#: (twice the experiments' largest L, 65536).
+MAX_L = 2**17
+#: The largest number of random draws, trials or samples that one call makes on request: 10**6
+#: (the experiments make at most ceil(Q L) = 65536 per width, the decades budget at most 10**5).
+MAX_DRAWS = 10**6
+
+
+class SizeTooLargeError(ValueError):
+    """A size argument is larger than its documented cap: the call would need more memory (or
+    time) than the package allows for one call. The message names the argument, its value, the
+    largest value allowed and why. A :class:`ValueError`, so ``except ValueError`` catches it."""
+
+
+def check_size(name: str, value, *, cap: int, why: str, low: int = 1) -> int:
+    """Check that ``value`` is an integer in ``[low, cap]``; above ``cap`` raise
+    :class:`SizeTooLargeError` saying ``why`` (e.g. the memory it would need).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer (booleans included).
+    ValueError
+        If ``value < low``.
+    SizeTooLargeError
+        If ``value > cap``.
+    """
+    v = check_int(name, value, low=low)
+    if v > cap:
+        raise SizeTooLargeError(f"{name} = {v} is too large: at most {cap} is allowed ({why})")
+    return v
+
+
+def gib(nbytes: float) -> str:
+    """A byte count in words, e.g. ``"8.6 GB"`` (for the messages of size caps)."""
+    for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes:.0f} bytes"
+
+
+def check_dense_size(name: str, value, *, bytes_per_unit: float, power: int = 2, low: int = 1,
+                     what: str = "an array") -> int:
+    """A size ``n`` whose call allocates ``n**power * bytes_per_unit`` bytes: refuse it (with
+    :class:`SizeTooLargeError`) when that exceeds ``MAX_BYTES``."""
+    v = check_int(name, value, low=low)
+    cap = int((MAX_BYTES / bytes_per_unit) ** (1.0 / power))
+    while (cap + 1) ** power * bytes_per_unit <= MAX_BYTES:
+        cap += 1
+    while cap > 0 and cap ** power * bytes_per_unit > MAX_BYTES:
+        cap -= 1
+    if v > cap:
+        raise SizeTooLargeError(
+            f"{name} = {v} is too large: at most {cap} is allowed ({what} would need "
+            f"{gib(float(v) ** power * bytes_per_unit)}, more than the {gib(MAX_BYTES)} one call may "
+            "allocate)")
+    return v
 
 
 def _describe_shape(a: np.ndarray) -> str:

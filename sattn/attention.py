@@ -18,11 +18,10 @@ absorbed into ``W_Q`` (:prf:ref:`rem-temperature` shows this numerically).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from ._validate import check_bool, as_float_array, as_matrix
+from ._validate import as_float_array, as_matrix, check_bool, check_dense_size
 
 __all__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
 
@@ -67,6 +66,8 @@ def causal_mask(L: int) -> np.ndarray:
     ------
     ValueError
         If ``L`` is not a positive integer.
+    SizeTooLargeError
+        If ``L > 65536`` (the mask would take more than 4 GiB, ``MAX_BYTES``).
 
     References
     ----------
@@ -74,10 +75,8 @@ def causal_mask(L: int) -> np.ndarray:
     """
     if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or L < 1:
         raise ValueError(f"L must be a positive integer, got {L!r}")
-    if L > math.isqrt(np.iinfo(np.intp).max // 8):
-        raise ValueError(f"L must be at most {math.isqrt(np.iinfo(np.intp).max // 8)} (an L x L array "
-                         f"larger than that cannot be addressed), got {L}")
-    return np.tri(int(L), dtype=bool)
+    L = check_dense_size("L", L, bytes_per_unit=1, what="an L x L boolean mask")
+    return np.tri(L, dtype=bool)
 
 
 def attention_logits(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:

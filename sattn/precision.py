@@ -47,7 +47,7 @@ from .patterns.construction import Approximation, check_target
 from .patterns.criteria import check_approximation
 from .results import Result
 from .universality.contextual import as_sequences, vocabulary
-from .universality.hardmax import hardmax_counterexample
+from .universality.hardmax import check_draw_sizes, hardmax_counterexample
 from .universality.memorize import OneLayerTransformer
 from .universality.rank_one import RankOneContextualMapping
 from .universality.universal import TwoLayerModel
@@ -711,9 +711,7 @@ def _draw_int_heads(rng, d, max_heads, max_s, bound, zero_key):
 
 def _check_draws(rng, trials, d, max_heads, max_s, bound):
     """The arguments of the random integer heads, checked as :func:`sattn.check_hardmax_counterexample` does."""
-    return (check_rng("rng", rng), check_int("trials", trials, low=1), check_int("d", d, low=1),
-            check_int("max_heads", max_heads, low=1), check_int("max_s", max_s, low=1),
-            check_int("bound", bound, low=1))
+    return (check_rng("rng", rng), *check_draw_sizes(trials, d, max_heads, max_s, bound))
 
 
 def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int = 4,
@@ -728,6 +726,9 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     tokens; rounding can break it by merging scores into ties in one sequence only. The report's
     ``value`` is the fraction of heads for which it survives; ``margin`` is the softmax gap of the
     fixed head ``W_Q = 0.3 e_1`` (softmax still separates the pair) computed in the format.
+    ``trials``, ``d``, ``max_heads``, ``max_s`` and ``bound`` have the caps of
+    :func:`sattn.check_hardmax_counterexample` (a larger value is a
+    :class:`sattn.SizeTooLargeError`).
 
     References
     ----------
@@ -968,12 +969,30 @@ def approximation_precision(model: TwoLayerModel, f, U, fmt, *, mode: str = "for
                            criterion=f"d_{p:g}(f, g) <= {slack:g} x its float64 value {d64:.3g}")
 
 
+def _holds(check, fmt) -> bool:
+    """``check(fmt)``: a :class:`PrecisionReport` (its ``ok``) or a bool; anything else is a
+    TypeError (a string or None is not a verdict)."""
+    res = check(fmt)
+    ok = res.ok if isinstance(res, PrecisionReport) else res
+    if not isinstance(ok, (bool, np.bool_)):
+        raise TypeError(f"check({fmt!r}) must return a PrecisionReport or a bool, got {res!r} "
+                        f"({type(res).__name__})")
+    return bool(ok)
+
+
 def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
     """The measured threshold: the smallest ``p`` such that ``check(p)`` holds for all ``p..high``.
 
     ``check(p)`` returns a :class:`PrecisionReport` (or a bool) for the p-bit format. Scans
     downwards from ``high`` and stops at the first failure, so a lucky isolated pass below a
     failure is not counted. Returns ``None`` if it fails at ``high``.
+
+    Raises
+    ------
+    TypeError
+        If ``check`` is not callable or returns neither a :class:`PrecisionReport` nor a bool.
+    ValueError
+        If ``low`` or ``high`` is not in ``[2, 53]`` or ``low > high``.
 
     References
     ----------
@@ -986,9 +1005,7 @@ def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
         raise ValueError(f"low must be at most high, got low = {low} > high = {high}")
     best = None
     for bits in range(high, low - 1, -1):
-        res = check(bits)
-        ok = res.ok if isinstance(res, PrecisionReport) else bool(res)
-        if not ok:
+        if not _holds(check, bits):
             break
         best = bits
     return best
@@ -1000,6 +1017,11 @@ def smallest_format(check) -> str | None:
     ``check(name)`` returns a :class:`PrecisionReport` or a bool. bfloat16 (8 bits) counts as
     smaller than float16 (11 bits), although its range is wider; ``None`` if none holds.
 
+    Raises
+    ------
+    TypeError
+        If ``check`` is not callable or returns neither a :class:`PrecisionReport` nor a bool.
+
     References
     ----------
     Chapter :ref:`ch-finite-precision`.
@@ -1007,8 +1029,7 @@ def smallest_format(check) -> str | None:
     _check_callable("check", check)
     best = None
     for name in FORMATS:
-        res = check(name)
-        ok = res.ok if isinstance(res, PrecisionReport) else bool(res)
+        ok = _holds(check, name)
         if ok and (best is None or _BITS[name] < _BITS[best]):
             best = name
     return best

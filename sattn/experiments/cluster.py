@@ -29,7 +29,7 @@ else:
     _HAVE_DISTRIBUTED = True
 
 from .setups import ExperimentError
-from .store import _versions
+from .store import _versions, exit_with_parent
 
 __all__ = ["connect", "run_on_cluster"]
 
@@ -114,17 +114,23 @@ def n_workers(client) -> int:
     return len(client.scheduler_info().get("workers", {}))
 
 
-def _call(fn, item):
-    """Run on a worker: the result, the versions that must match, and where it ran."""
+def _call(fn, item, parent=None):
+    """Run on a worker: the result, the versions that must match, and where it ran. A worker
+    process whose parent is ``parent`` (a local cluster's) exits when that process dies."""
+    if parent is not None:
+        exit_with_parent(parent)
     return fn(item), {k: _versions()[k] for k in MUST_MATCH}, get_worker().address
 
 
-def run_on_cluster(client, fn, items, key):
+def run_on_cluster(client, fn, items, key, *, parent=None):
     """Submit ``fn(item)`` for every item; yield ``(item, result)`` as the results arrive.
 
     ``key(item)`` names the item (unique among ``items``); each submission gets a fresh Dask key,
     so runs of several clients on one cluster never share or cancel each other's tasks. On exit
-    (also by an exception in the caller's loop) the outstanding tasks are cancelled.
+    (also by an exception in the caller's loop) the outstanding tasks are cancelled. ``parent``
+    (the client's PID): a worker process that is this process's child (``scheduler="local"``)
+    exits as soon as it dies (:func:`~sattn.experiments.store.exit_with_parent`); workers of a
+    remote cluster are not affected. The workers never write files: the caller writes the results.
 
     Raises
     ------
@@ -137,7 +143,7 @@ def run_on_cluster(client, fn, items, key):
     token = uuid.uuid4().hex[:12]
     pending = {}
     for item in items:
-        fut = client.submit(_call, fn, item, key=f"sattn-{key(item)}-{token}", pure=False)
+        fut = client.submit(_call, fn, item, parent, key=f"sattn-{key(item)}-{token}", pure=False)
         pending[fut.key] = (fut, item)
     try:
         for fut in as_completed([f for f, _ in pending.values()], loop=client.loop):

@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
-from .._validate import check_int, check_real, check_rng
+from .._validate import MAX_DRAWS, MAX_L, check_int, check_real, check_rng, check_size
 from ..results import Result
 from .target import SparseTarget, draw_generator, prepare_target
 
@@ -97,6 +97,13 @@ _U32 = 2.0 ** -24
 BATCH_DRAWS = 16
 #: ... for targets of at most this length; longer ones decide one draw at a time.
 BATCH_MAX_L = 1024
+#: The most draws :meth:`FastEngine.level` computes together (the stacked arrays grow with it).
+MAX_BATCH = 1024
+
+
+def _check_batch(batch):
+    return check_size("batch", batch, cap=MAX_BATCH,
+                      why="the draws of one batch are stacked in memory")
 #: From this length on (with ``use_float32``), stage 1 scores its rows in float32 with a rigorous
 #: error band and recomputes in float64 only the rows that can be candidates (the candidates and
 #: their numbers are those of the float64 scores; below it the float64 products are small).
@@ -237,9 +244,10 @@ class FastEngine:
         ``d_min`` almost every row fails, and a small partial draw is enough to see it).
     candidates : int, default 32
         Rows of the partial draw checked against *all* columns in stage 1 (the rows with the
-        lowest support margins, see ``FastEngine._risk_score``).
+        lowest support margins, see ``FastEngine._risk_score``); at most ``131072``.
     first_block : int, default 64
-        Rows of the first float32 block of stage 2; later blocks double, up to ``max_block``.
+        Rows of the first float32 block of stage 2; later blocks double, up to ``max_block``
+        (both at most ``131072``, the largest L).
     max_block : int, default 1024
         Largest block; also capped so one block has at most ``2**23`` entries (32 MB).
     use_float32 : bool, default True
@@ -249,7 +257,8 @@ class FastEngine:
         operations (``1``: one draw at a time). The default, ``None``, is automatic:
         ``BATCH_DRAWS`` when ``L <= BATCH_MAX_L`` (where the fixed cost of the many small array
         operations of a draw outweighs its arithmetic), else 1. Batching never changes a result
-        (see :meth:`level`).
+        (see :meth:`level`). At most 1024 (``MAX_BATCH``): the stacked arrays grow with it.
+        A size above its cap is a :class:`sattn.SizeTooLargeError`.
 
     References
     ----------
@@ -277,14 +286,15 @@ class FastEngine:
                                            high=1.0, low_open=True)
         self.probe_fraction = check_real("probe_fraction", self.probe_fraction, low=0.0,
                                          high=1.0, low_open=True)
-        self.candidates = check_int("candidates", self.candidates, low=0)
-        self.first_block = check_int("first_block", self.first_block, low=1)
-        self.max_block = check_int("max_block", self.max_block, low=1)
+        rows = "a count of rows of the target, whose L is at most MAX_L = 131072"
+        self.candidates = check_size("candidates", self.candidates, low=0, cap=MAX_L, why=rows)
+        self.first_block = check_size("first_block", self.first_block, cap=MAX_L, why=rows)
+        self.max_block = check_size("max_block", self.max_block, cap=MAX_L, why=rows)
         if not isinstance(self.use_float32, (bool, np.bool_)):
             raise TypeError(f"use_float32 must be a bool, got {self.use_float32!r} "
                             f"({type(self.use_float32).__name__})")
         if self.batch is not None:
-            self.batch = check_int("batch", self.batch, low=1)
+            self.batch = _check_batch(self.batch)
         # the large-L path (module docs, items 2 and 5): float32 stage 1, transposed blocks
         self._large = bool(self.use_float32) and t.L >= FLOAT32_STAGE1_MIN_L
         cap = max(1, (1 << 23) // t.L)
@@ -993,10 +1003,13 @@ class FastEngine:
         ------
         ValueError, TypeError
             ``d`` out of ``[1, L]``, ``n_draws < 1`` or ``batch < 1`` (or not an integer).
+        SizeTooLargeError
+            ``n_draws > 10**6`` (``MAX_DRAWS``) or ``batch > 1024`` (``MAX_BATCH``).
         """
         d = check_int("d", d, low=1, high=self.L)
-        n_draws = check_int("n_draws", n_draws, low=1)
-        batch = self.batch if batch is None else check_int("batch", batch, low=1)
+        n_draws = check_size("n_draws", n_draws, cap=MAX_DRAWS,
+                             why="the most random draws one call may make")
+        batch = self.batch if batch is None else _check_batch(batch)
         if batch is None:
             batch = BATCH_DRAWS if self.L <= BATCH_MAX_L else 1
         res = LevelResult(d=d, ok=False, draws=0)

@@ -90,7 +90,7 @@ import numpy as np
 import scipy.special as spc
 import scipy.stats as sst
 
-from .._validate import check_int, check_real, check_rng
+from .._validate import MAX_DRAWS, check_int, check_real, check_rng, check_size
 from ..results import Result
 from ..patterns.criteria import check_tolerances
 from .engine import FastEngine
@@ -247,6 +247,16 @@ def _check_width(L, d, k):
     if not (k <= d <= L - k):
         raise ValueError(f"d must lie in [k, L - k] = [{k}, {L - k}] for the model (the "
                          f"Wishart factors need d >= k and L - d >= k), got d = {d}")
+
+
+#: The most draws of the exact checks (each draws an (L, d) Stiefel matrix and its errors).
+MAX_EXACT_DRAWS = 10**4
+
+
+def _check_n_draws(n_draws, *, low=1, cap=MAX_DRAWS):
+    """A budget of draws, ``low <= n_draws <= cap`` (``MAX_DRAWS = 10**6`` by default)."""
+    return check_size("n_draws", n_draws, low=low, cap=cap,
+                      why="the most random draws one call may make or model")
 
 
 def _check_samples(n_samples):
@@ -582,7 +592,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
         The ladder, strictly increasing, within ``[k_max, L - k_max]`` (larger widths are
         dropped).
     n_draws : int
-        Draws per width (``>= 1``).
+        Draws per width (``1 <= n_draws <= 10**6``; above, a :class:`sattn.SizeTooLargeError`).
     n_samples, seed
         As in :func:`draw_success_probability`.
     tail : float, default 1e-6
@@ -595,7 +605,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
     DminPrediction
     """
     t = _as_target(A, eps1, eps2)
-    n_draws = check_int("n_draws", n_draws, low=1)
+    n_draws = _check_n_draws(n_draws)
     tail = check_real("tail", tail, low=0.0, high=1.0, low_open=True, high_open=True)
     skip = check_real("skip", skip, low=0.0, high=1.0, low_open=True, high_open=True)
     try:
@@ -667,7 +677,7 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     L : int
         Length within :data:`~sattn.experiments.setups.L_RANGE`.
     n_draws : int, optional
-        Draws per width (default: the paper profile's ``ceil(0.1 L)``).
+        Draws per width (default: the paper profile's ``ceil(0.1 L)``), at most ``10**6``.
     widths : sequence of int, optional
         The ladder (default: the paper profile's grid of the setup).
     root_seed : int, default ROOT_SEED
@@ -681,7 +691,7 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     DminPrediction
     """
     task = _setup_task(setup, L)
-    n_draws = task.n_draws if n_draws is None else check_int("n_draws", n_draws, low=1)
+    n_draws = task.n_draws if n_draws is None else _check_n_draws(n_draws)
     if widths is None:
         widths = grid_values(task.grid)
     t = sample_target(setup, L, root_seed=root_seed)
@@ -808,7 +818,7 @@ def _check_exact_args(L, d, b, n_draws, rows, rng):
     L = check_int("L", L, low=8, high=8192)
     d = check_int("d", d, low=1, high=L)
     _check_width(L, d, b.size)
-    n_draws = check_int("n_draws", n_draws, low=2)
+    n_draws = _check_n_draws(n_draws, low=2, cap=MAX_EXACT_DRAWS)
     rows = min(check_int("rows", rows, low=2), L // (2 * b.size))
     rng = check_rng("rng", rng)
     return L, d, b, n_draws, rows, rng
@@ -848,7 +858,8 @@ def check_error_model(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
     b : array_like, shape (k,)
         Support logits of the rows (positive).
     n_draws : int, default 40
-        Exact draws (``>= 2``).
+        Exact draws (``2 <= n_draws <= 10**4``, ``MAX_EXACT_DRAWS``; above, a
+        :class:`sattn.SizeTooLargeError`).
     rows : int, default 128
         Rows with disjoint supports per draw (``2 <= rows <= L / (2k)``; larger values are
         reduced to ``L / (2k)``).
@@ -1027,7 +1038,7 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
     widths : sequence of int
         Widths (``k <= d <= L - k``).
     n_draws : int, default 200
-        Engine draws per width (``>= 10``).
+        Engine draws per width (``10 <= n_draws <= 10**6``).
     root_seed, n_samples, seed
         As in :func:`predict_setup`.
 
@@ -1037,7 +1048,7 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
         ``ok``: every ``|z| <= 3``, or the measured frequency within 0.05 of the prediction.
     """
     task, A = _sample_csr(setup, L, check_int("root_seed", root_seed, low=0))
-    n_draws = check_int("n_draws", n_draws, low=10)
+    n_draws = _check_n_draws(n_draws, low=10)
     s = task.setup
     if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
         raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
@@ -1085,7 +1096,7 @@ def naive_dmin(A, eps1, eps2, widths, n_draws) -> DminPrediction:
     DminPrediction
     """
     t = _as_target(A, eps1, eps2)
-    n_draws = check_int("n_draws", n_draws, low=1)
+    n_draws = _check_n_draws(n_draws)
     if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
         raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
     ws = [check_int(f"widths[{i}]", w, low=1, high=t.L) for i, w in enumerate(widths)]

@@ -36,7 +36,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import as_vector, check_bool, check_int
+from .._validate import SizeTooLargeError, as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster
@@ -61,10 +61,13 @@ from .store import (
     TaskStore,
     _check_existing_manifest,
     _check_fig5_outputs,
+    _regular_file,
     _sha256_bytes,
     _sha256_file,
     _versions,
     _write_csv,
+    exit_with_parent,
+    filesystem_error,
     read_manifest,
     write_manifest,
 )
@@ -151,21 +154,31 @@ def _one_blas_thread():
         yield
 
 
-def _run_and_store(task: Task, root: str) -> tuple[str, dict]:
-    payload = run_task(task)
-    TaskStore(root).save(task, payload)
-    return task.task_id, payload
+def _run_in_worker(task: Task, parent: int) -> tuple[Task, dict]:
+    """Run on a joblib worker: compute and return; the parent (the lock holder) writes the store.
+
+    The worker also exits as soon as ``parent`` dies (:func:`~sattn.experiments.store.exit_with_parent`),
+    so a killed run leaves no process computing for nobody.
+    """
+    exit_with_parent(parent)
+    return task, run_task(task)
 
 
 def _task_id(task: Task) -> str:
     return task.task_id
 
 
-def _stored_as_they_arrive(results, store: TaskStore):
-    """Results of the cluster, each written to the client's store as it arrives."""
-    for task, payload in results:
-        store.save(task, payload)
-        yield task.task_id, payload
+def _stored_as_they_arrive(results, store: TaskStore, lock: OutputLock):
+    """``(task, payload)`` pairs, each written to the store by this process (which holds
+    ``lock``) as it arrives; workers never write."""
+    try:
+        for task, payload in results:
+            store.save(task, payload, lock=lock)
+            yield task.task_id, payload
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:       # cancel what is still pending (Dask, joblib)
+            close()
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -210,6 +223,10 @@ def _progress(total, desc, enabled):
     return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
 
 
+#: The most worker processes of one run (``jobs``, or ``workers`` of a local Dask cluster).
+MAX_WORKERS = 256
+
+
 def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out=None,
               progress=True, scheduler=None, workers=None, budget=None) -> dict:
     """Compute (or resume) the data of one figure and write ``<out>/<figure>.csv`` + manifest.
@@ -224,7 +241,8 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     setups, lengths : optional restrictions (see :func:`~sattn.experiments.setups.make_tasks`). Figure 5 has one fixed
         setting and ``L`` (the profile's), so passing either with ``"fig5"`` is an error.
     jobs : int, default 1
-        Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
+        Parallel workers (joblib; ``-1`` for all cores), at most 256 (``MAX_WORKERS``). Results do
+        not depend on it.
     scheduler : str, optional
         Run the tasks on a Dask cluster instead of joblib: ``"local"`` starts a
         ``distributed.LocalCluster`` of worker processes on 127.0.0.1 (no dashboard) for this run;
@@ -233,7 +251,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         ``jobs`` other than 1, nor with ``"fig5"``. Results do not depend on it.
     workers : int, optional
         Worker processes of ``scheduler="local"`` (default: the number of CPU cores, at most one
-        per task).
+        per task), at most 256.
     out : path, optional
         Output folder; default the profile's (``data`` for "paper", ``data/q1`` for "paper-q1",
         ``data/quick`` for "quick").
@@ -252,7 +270,10 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
         scheduler given for fig5); no scheduler at the address; a task lost by the cluster.
     StoreError
         A stored result or the manifest is corrupted, or another run holds the lock of ``out``;
-        nothing is overwritten.
+        nothing is overwritten. Also a filesystem fault (a read-only or unwritable ``out``, a
+        file where a folder belongs or a folder where a file belongs), naming the path.
+    SizeTooLargeError
+        ``jobs`` or ``workers`` above 256.
     """
     prof = get_profile(profile)
     if figure not in FIGURES:
@@ -262,7 +283,13 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     check_bool('progress', progress)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    if jobs > MAX_WORKERS:
+        raise SizeTooLargeError(f"jobs = {jobs} is too large: at most {MAX_WORKERS} is allowed "
+                                "(each job is a worker process; -1 uses every core)")
     check_scheduler(scheduler, workers)
+    if workers is not None and workers > MAX_WORKERS:
+        raise SizeTooLargeError(f"workers = {workers} is too large: at most {MAX_WORKERS} is "
+                                "allowed (each worker is a process of the local cluster)")
     if scheduler is not None and jobs != 1:
         raise ExperimentError(f"jobs={jobs!r} asks for joblib workers on this machine, but with a "
                               "scheduler the cluster's workers run the tasks (--workers N sizes "
@@ -275,12 +302,24 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
                 f"L = {prof.fig5['L']}, computed here; --setups, --lengths and --scheduler apply "
                 f"to fig3 and fig4 only, got setups={setups!r}, lengths={lengths!r}, "
                 f"scheduler={scheduler!r}")
-        with OutputLock(out):
+        with _filesystem_faults(), OutputLock(out):
             return _reproduce_fig5(prof, out)
     tasks = make_tasks(figure, prof, setups=setups, lengths=lengths, budget=budget)
-    with OutputLock(out) as lock:
+    with _filesystem_faults(), OutputLock(out) as lock:
         return _reproduce_tasks(figure, prof, tasks, out, lock, jobs=jobs, progress=progress,
                                 scheduler=scheduler, workers=workers)
+
+
+@contextlib.contextmanager
+def _filesystem_faults():
+    """A filesystem fault on a named path (read-only folder, a folder where a file belongs, a
+    full disk, ...) as a :class:`StoreError` naming the path and the reason."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        raise filesystem_error(exc) from exc
 
 
 def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, scheduler, workers):
@@ -312,13 +351,16 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                     scheduler, workers=None if scheduler != "local" else
                     min(workers or os.cpu_count() or 1, len(todo))))
                 cluster_workers = n_workers(client)
-                results = stack.enter_context(contextlib.closing(_stored_as_they_arrive(
-                    run_on_cluster(client, run_task, todo, key=_task_id), store)))
+                results = run_on_cluster(client, run_task, todo, key=_task_id,
+                                         parent=os.getpid() if scheduler == "local" else None)
             elif jobs == 1:
-                results = (_run_and_store(t, str(store.root)) for t in todo)
+                results = ((t, run_task(t)) for t in todo)
             else:
+                # the workers compute; this process writes each result as it arrives
                 results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(_run_and_store)(t, str(store.root)) for t in todo)
+                    delayed(_run_in_worker)(t, os.getpid()) for t in todo)
+            results = stack.enter_context(contextlib.closing(
+                _stored_as_they_arrive(results, store, lock)))
             for tid, payload in results:
                 payloads[tid] = payload
                 computed.append(tid)
@@ -474,7 +516,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
     cpath, mpath = data_dir / f"{figure}.csv", data_dir / f"{figure}_manifest.json"
     for p in (cpath, mpath):
-        if not p.exists():
+        if not _regular_file(p, "the data file"):
             raise StoreError(f"{p} is missing; run `python -m sattn reproduce {figure}` first")
     man = read_manifest(mpath, remedy=f"restore it (e.g. from git) or run `python -m sattn "
                                       f"reproduce {figure}` to rebuild it.")
@@ -512,6 +554,12 @@ def load_figure(figure, data_dir="data", *, verify=True):
 def fit_log(L, d):
     """Least-squares fit ``d ~ a ln L + b``; returns ``(a, b, R^2)``.
 
+    Raises
+    ------
+    ValueError, TypeError
+        ``L`` and ``d`` not 1-D real arrays of equal length ``>= 2``, a length ``L <= 0``, or
+        fewer than two distinct lengths (the slope would not be determined).
+
     References
     ----------
     Figure 3 of Likhosherstov et al. (2021) (the dotted logarithmic curve); :ref:`ch-experiments`.
@@ -522,6 +570,8 @@ def fit_log(L, d):
         raise ValueError(f"L must hold positive lengths (ln L is fitted), got {L.tolist()}")
     if L.shape != d.shape or L.ndim != 1 or L.size < 2:
         raise ValueError(f"L and d must be 1-D of equal length >= 2, got {L.shape} and {d.shape}")
+    if np.unique(L).size < 2:   # ln L constant: the slope is not determined (as fit_law refuses it)
+        raise ValueError(f"L must hold at least two distinct lengths, got {np.unique(L).tolist()}")
     X = np.column_stack([np.log(L), np.ones_like(L)])
     (a, b), *_ = np.linalg.lstsq(X, d, rcond=None)
     resid = d - X @ np.array([a, b])

@@ -16,7 +16,7 @@ Algorithm 1 and Section 4 of Likhosherstov, Choromanski & Weller (2021); :prf:re
 
 from __future__ import annotations
 
-from .._validate import as_matrix, check_int, check_rng
+from .._validate import MAX_DRAWS, as_matrix, check_int, check_rng, check_size
 from ..attention import attention_logits
 from ..patterns.construction import draw_input, factorize, fixed_weights, logit_target
 from ..patterns.criteria import check_approximation, check_tolerances
@@ -68,7 +68,7 @@ def reference_level(A, eps1, eps2, d, n_draws, rng, *, method="svd", factors=Non
     d : int
         Width.
     n_draws : int
-        Budget of draws (``>= 1``).
+        Budget of draws, ``1 <= n_draws <= 10**6`` (above, a :class:`sattn.SizeTooLargeError`).
     rng : numpy.random.Generator
     method : {"svd", "direct"}
         Factorization of ``B`` (ignored when ``factors`` is given).
@@ -90,7 +90,8 @@ def reference_level(A, eps1, eps2, d, n_draws, rng, *, method="svd", factors=Non
     """
     A = as_matrix("A", A, square=True)
     rng = check_rng("rng", rng)
-    n_draws = check_int("n_draws", n_draws, low=1)
+    n_draws = check_size("n_draws", n_draws, cap=MAX_DRAWS,
+                         why="the most random draws one call may make")
     eps1, eps2 = check_tolerances(eps1, eps2)
     d = check_int("d", d, low=1, high=A.shape[0])
     if factors is not None and not (isinstance(factors, (tuple, list)) and len(factors) == 2):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import fcntl
 import hashlib
 import json
@@ -18,6 +19,8 @@ import os
 import platform
 import socket
 import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -29,7 +32,8 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "read_manifest", "write_manifest"]
+__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "exit_with_parent",
+           "filesystem_error", "read_manifest", "write_manifest"]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
 MANIFEST_DIGEST = "manifest_sha256"
@@ -46,8 +50,58 @@ class StoreWarning(UserWarning):
     """A finished result listed in a manifest was missing and has been recomputed."""
 
 
+#: What an errno of a filesystem fault means for the reader (the rest use the system's words).
+_FS_REASONS = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EEXIST: "a file of that name is in the way",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.ELOOP: "too many symbolic links",
+}
+
+
+def filesystem_error(exc: OSError, doing: str = "write to") -> StoreError:
+    """A :class:`StoreError` for a filesystem fault (read-only folder, a file where a folder
+    belongs, a folder where a file belongs, ...), naming the path and the reason.
+
+    ``doing`` says what was attempted (``"write to"``, ``"read"``, ``"create the folder"``).
+    """
+    path = exc.filename2 if exc.filename2 is not None else exc.filename    # os.replace: the target
+    path = "a file" if path is None else path
+    reason = _FS_REASONS.get(exc.errno, exc.strerror or str(exc))
+    code = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+    hint = ("choose a writable --out folder, or fix its permissions"
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+            else "move the thing in the way, or choose another --out folder")
+    return StoreError(f"cannot {doing} {path}: {reason}{f' ({code})' if code else ''}. "
+                      f"The run stopped there; finished results are kept. To go on: {hint}.")
+
+
+def _regular_file(path: Path, what: str) -> bool:
+    """Whether ``path`` exists (as a regular file); a folder or other non-file is a StoreError."""
+    if not os.path.lexists(path):
+        return False
+    if not path.is_file():
+        raise StoreError(f"{what} {path} is not a regular file (a folder or another kind of file is "
+                         "in its place). Nothing was overwritten; remove it to recompute.")
+    return True
+
+
 def _canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _loads(data: bytes):
+    """``json.loads``, with nesting too deep for the parser (``[[[[...``) as a ValueError."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to be a record") from None
 
 
 def _sha256_bytes(b: bytes) -> str:
@@ -67,17 +121,56 @@ def _atomic_write(path: Path, data: bytes):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".tmp-{path.name}-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     with contextlib.suppress(OSError):
         fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+#: Seconds between two checks of a worker's watchdog (:func:`exit_with_parent`).
+WATCH_INTERVAL = 0.2
+_watched: set = set()
+_watch_guard = threading.Lock()
+
+
+def exit_with_parent(parent: int) -> None:
+    """Make this worker process exit (``os._exit``) as soon as its parent ``parent`` dies.
+
+    Called at the start of every task a worker process runs (joblib/loky, a local Dask cluster):
+    the first call starts a daemon thread that checks ``os.getppid()`` every
+    ``WATCH_INTERVAL`` seconds; when the parent is gone (the process is re-parented), the
+    worker ends at once, without running ``atexit`` handlers or finishing its task. If the parent
+    is already gone when the task starts, the worker ends here. Workers never write the store
+    (the parent, which holds the output folder's :class:`OutputLock`, does), so this only stops
+    orphaned computation. Pass only the PID of the process that started this worker (not for
+    workers of a remote Dask cluster).
+    """
+    if os.getppid() != parent:
+        os._exit(70)
+    with _watch_guard:
+        if parent in _watched:
+            return
+        _watched.add(parent)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(WATCH_INTERVAL)
+        os._exit(70)
+
+    threading.Thread(target=watch, name=f"sattn-exit-with-{parent}", daemon=True).start()
+    return True
 
 
 class OutputLock:
@@ -120,8 +213,22 @@ class OutputLock:
     def acquire(self):
         if self.held:
             raise StoreError(f"{self.path} is already held by this run")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.path.lexists(self.folder) and not self.folder.is_dir():
+            raise StoreError(f"the output folder {self.folder} is a file, not a folder: choose "
+                             "another --out (nothing was changed)")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise filesystem_error(exc, "create the output folder") from None
+        if os.path.lexists(self.path) and not self.path.is_file():
+            raise StoreError(f"the lock file {self.path} is not a regular file (a folder or another "
+                             "kind of file is in its place); remove it and rerun (nothing was "
+                             "changed)")
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise filesystem_error(exc, "open the lock file") \
+                from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -201,10 +308,14 @@ class TaskStore:
             If the file is unreadable, fails its checksum, or was computed with other parameters.
         """
         p = self.path(task)
-        if not p.exists():
+        if not _regular_file(p, "the result file"):
             return None
         try:
-            rec = json.loads(p.read_bytes())
+            data = p.read_bytes()
+        except OSError as exc:
+            raise filesystem_error(exc, "read the result file") from None
+        try:
+            rec = _loads(data)
             payload, digest = rec["payload"], rec["sha256"]
             if not isinstance(payload, dict):
                 raise TypeError(f"payload must be a JSON object, got {type(payload).__name__}")
@@ -222,7 +333,16 @@ class TaskStore:
                              "Use another --out folder, or delete the file to recompute.")
         return payload
 
-    def save(self, task: Task, payload: dict):
+    def save(self, task: Task, payload: dict, *, lock: OutputLock | None = None):
+        """Write the record of ``task`` atomically.
+
+        ``lock``: the output folder's :class:`OutputLock`; when given it must be held by this
+        process and cover the store (:func:`~sattn.experiments.protocol.reproduce` passes it, so
+        only the process holding the lock writes results).
+        """
+        if lock is not None and not (isinstance(lock, OutputLock) and lock.covers(self.root)):
+            raise StoreError(f"writing a result to {self.root} needs the output folder's lock "
+                             "(OutputLock) held by this process")
         rec = {"payload": payload, "sha256": _sha256_bytes(_canonical(payload))}
         _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
 
@@ -283,8 +403,14 @@ def read_manifest(path, *, remedy: str) -> dict:
         does not match that checksum (a byte flip that still parses as JSON is caught here).
     """
     path = Path(path)
+    if not _regular_file(path, "the manifest"):
+        raise StoreError(f"the manifest {path} is missing; {remedy}")
     try:
-        man = json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as exc:
+        raise filesystem_error(exc, "read the manifest") from None
+    try:
+        man = _loads(data)
         if not isinstance(man, dict):
             raise TypeError(f"a manifest is a JSON object, got {type(man).__name__}")
         digest = man.get(MANIFEST_DIGEST)
@@ -304,7 +430,7 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     previous manifest (empty if none) and the names of listed results that are missing (they
     are recomputed, with a :class:`StoreWarning`, and recorded as ``recovered``)."""
     mpath = out / f"{figure}_manifest.json"
-    if not mpath.exists():
+    if not _regular_file(mpath, "the manifest"):
         return {}, []
     remedy = (f"the task results in {store.root} are intact. Delete the manifest to rebuild it.")
     man = read_manifest(mpath, remedy=remedy)
@@ -325,14 +451,14 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     missing = []
     for name, digest in files.items():
         p = store.root / name
-        if not p.exists():
+        if not _regular_file(p, "the result file"):
             missing.append(name)
             continue
         if _sha256_file(p) != digest:
             raise StoreError(f"result file {p} does not match the checksum in {mpath}. "
                              "Nothing was overwritten; restore the file or delete it to recompute.")
     cpath = out / f"{figure}.csv"
-    if cpath.exists() and _sha256_file(cpath) != csv_sum:
+    if _regular_file(cpath, "the CSV") and _sha256_file(cpath) != csv_sum:
         raise StoreError(f"{cpath} does not match the checksum in {mpath} (edited or corrupted). "
                          "Nothing was overwritten; delete the CSV to regenerate it from the task "
                          "results.")
@@ -347,7 +473,7 @@ def _check_fig5_outputs(out: Path):
     """Refuse to overwrite Figure 5 outputs whose manifest is corrupted or whose files do not
     match it (the same policy as for Figures 3 and 4); absent outputs are fine."""
     mpath = out / "fig5_manifest.json"
-    if not mpath.exists():
+    if not _regular_file(mpath, "the manifest"):
         return
     remedy = "delete it (or restore it from git) to recompute Figure 5."
     man = read_manifest(mpath, remedy=remedy)
@@ -360,7 +486,7 @@ def _check_fig5_outputs(out: Path):
             from exc
     for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
         p = out / name
-        if p.exists() and _sha256_file(p) != sums[key]:
+        if _regular_file(p, "the Figure 5 output") and _sha256_file(p) != sums[key]:
             raise StoreError(f"{p} does not match the checksum in {mpath} (edited or corrupted). "
                              "Nothing was overwritten; restore it, or delete it and the manifest "
                              "to recompute Figure 5.")

@@ -29,7 +29,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_bool, as_matrix, check_int, check_real, check_rng
+from .._validate import (
+    MAX_BYTES,
+    MAX_DRAWS,
+    MAX_L,
+    SizeTooLargeError,
+    as_matrix,
+    check_bool,
+    check_dense_size,
+    check_int,
+    check_real,
+    check_rng,
+    check_size,
+    gib,
+)
 from ..attention import row_softmax
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
@@ -157,17 +170,26 @@ def fixed_weights(d) -> tuple[np.ndarray, np.ndarray]:
     ------
     ValueError, TypeError
         If ``d`` is not an integer ``>= 1``.
+    SizeTooLargeError
+        If ``d > 9459`` (the arrays would take more than 4 GiB, ``MAX_BYTES``).
 
     References
     ----------
     Eqs. (16)-(17) of Likhosherstov et al. (2021) (AAAI numbering); :ref:`ch-construction`.
     """
-    d = check_int("d", d, low=1)
-    if d > math.isqrt(np.iinfo(np.intp).max // 16):  # (2d, d) float64 arrays numpy cannot address
-        raise ValueError(f"d must be at most {math.isqrt(np.iinfo(np.intp).max // 16)} (larger (2d, d) "
-                         f"arrays cannot be addressed), got {d}")
+    # two (2d, d) float64 results and two d x d temporaries: 48 d**2 bytes
+    d = check_dense_size("d", d, bytes_per_unit=48, what="the weights (two (2d, d) float64 arrays)")
     eye, zero = np.eye(d), np.zeros((d, d))
     return np.vstack([eye, zero]), np.vstack([zero, eye])
+
+
+def _check_stiefel_size(L, d):
+    """An (L, d) Gaussian draw and its QR factor take about 24 L d bytes: at most MAX_BYTES."""
+    if 24.0 * L * d > MAX_BYTES:
+        raise SizeTooLargeError(
+            f"L = {L} is too large for d = {d}: an (L, d) Stiefel draw and its QR "
+            f"factorisation would need {gib(24.0 * L * d)}, more than the {gib(MAX_BYTES)} one call "
+            f"may allocate; L * d can be at most {MAX_BYTES // 24}")
 
 
 def sample_stiefel(L, d, rng) -> np.ndarray:
@@ -193,6 +215,9 @@ def sample_stiefel(L, d, rng) -> np.ndarray:
     ------
     ValueError, TypeError
         If ``L`` or ``d`` is out of range, or ``rng`` is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If ``24 L d`` bytes (the draw and its QR factor) exceed 4 GiB
+        (``MAX_BYTES``).
 
     References
     ----------
@@ -201,6 +226,7 @@ def sample_stiefel(L, d, rng) -> np.ndarray:
     """
     L = check_int("L", L, low=1)
     d = check_int("d", d, low=1, high=L)
+    _check_stiefel_size(L, d)
     rng = check_rng("rng", rng)
     Q, R = np.linalg.qr(rng.standard_normal((L, d)))
     s = np.sign(np.diag(R))
@@ -371,14 +397,22 @@ def default_max_draws(L, Q: float = 1.0) -> int:
     ------
     ValueError, TypeError
         If ``L`` is not an integer ``>= 1`` or ``Q`` is not a finite number ``> 0``.
+    SizeTooLargeError
+        If ``L > 131072`` (``MAX_L``) or ``Q L > 10**6`` draws
+        (``MAX_DRAWS``).
 
     References
     ----------
     Lemma 1 and Section 4 of Likhosherstov et al. (2021); :ref:`ch-why-it-works`.
     """
-    L = check_int("L", L, low=1)
+    L = check_size("L", L, cap=MAX_L, why="the largest sequence length the package works with; "
+                                           "the book's experiments stop at 65536")
     Q = check_real("Q", Q, low=0.0, low_open=True)
-    return max(1, math.ceil(Q * L))
+    n = Q * L
+    if n > MAX_DRAWS:
+        raise SizeTooLargeError(f"Q = {Q:g} is too large for L = {L}: ceil(Q L) = {math.ceil(n):.6g} "
+                                f"draws, more than the {MAX_DRAWS} one call may make")
+    return max(1, math.ceil(n))
 
 
 def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
@@ -404,7 +438,9 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     causal : bool, default False
         Approximate with the causal self-attention matrix ``SAM^c`` (:ref:`ch-causal`).
     max_draws : int, optional
-        Budget of Stiefel draws, ``>= 1``; default :func:`default_max_draws` ``(L) = L``.
+        Budget of Stiefel draws, ``1 <= max_draws <= 10**6`` (``MAX_DRAWS``;
+        larger is a :class:`sattn.SizeTooLargeError`); default
+        :func:`default_max_draws` ``(L) = L``.
     method : {"svd", "direct"}, default "svd"
         Factorization route (:func:`factorize`).
 
@@ -433,7 +469,8 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     rng = check_rng("rng", rng)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    max_draws = default_max_draws(L) if max_draws is None else check_int("max_draws", max_draws, low=1)
+    max_draws = default_max_draws(L) if max_draws is None else check_size(
+        "max_draws", max_draws, cap=MAX_DRAWS, why="the most random draws one call may make")
     B = logit_target(A, eps1, eps2)
     D, V = factorize(B, method)
     W_Q, W_K = fixed_weights(d)
@@ -569,12 +606,15 @@ def theorem1_crossover(k, gamma, eps1, eps2) -> int:
     ------
     ValueError, TypeError
         If a parameter is out of the range stated above (the message names it).
+    SizeTooLargeError
+        If ``k > 131072`` (no pattern the package builds has more nonzeros per row).
 
     References
     ----------
     :prf:ref:`con-thm-1prime` (the book's explicit version of Theorem 1); :ref:`ch-log-law`.
     """
-    k = check_int("k", k, low=1)
+    k = check_size("k", k, cap=MAX_L, why="nonzeros per row of a pattern, whose L is at most "
+                                          "MAX_L = 131072")
     theorem1_bound(k, k, gamma, eps1, eps2)          # validates gamma, eps1, eps2
 
     def below(L):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-from .._validate import as_vector, check_int, check_real, check_rng
+from .._validate import as_vector, check_int, check_real, check_rng, check_size
 from .construction import check_target, logit_target
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
@@ -144,6 +144,11 @@ class _HingeLoss:
         return loss, grad
 
 
+#: Caps of :func:`optimize_logits`: starts, and L-BFGS iterations per start.
+MAX_RESTARTS = 1000
+MAX_ITER = 10**5
+
+
 def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float = 0.01,
                     maxiter: int = 300) -> OptimizedLogits:
     """Search ``Q, K`` in ``R^{L x d}`` such that ``G = Q K^T`` meets criteria (6)-(7) for ``A``.
@@ -169,11 +174,12 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     rng : numpy.random.Generator
         Source of the random starts.
     restarts : int, default 3
-        Number of starts, ``>= 1``.
+        Number of starts, ``1 <= restarts <= 1000`` (``MAX_RESTARTS``).
     margin : float, default 0.01
         Slack (in log units) by which each constraint is tightened, ``0 <= margin < ln(1 + eps1)``.
     maxiter : int, default 300
-        L-BFGS iterations per start, ``>= 1``.
+        L-BFGS iterations per start, ``1 <= maxiter <= 10**5`` (``MAX_ITER``). A larger
+        ``restarts`` or ``maxiter`` is a :class:`sattn.SizeTooLargeError`.
 
     Returns
     -------
@@ -201,8 +207,10 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)
     rng = check_rng("rng", rng)
-    restarts = check_int("restarts", restarts, low=1)
-    maxiter = check_int("maxiter", maxiter, low=1)
+    restarts = check_size("restarts", restarts, cap=MAX_RESTARTS,
+                          why="every start is a full L-BFGS run over the L x L logits")
+    maxiter = check_size("maxiter", maxiter, cap=MAX_ITER,
+                         why="every iteration evaluates the loss on the L x L logits")
     margin = check_real("margin", margin, low=0.0)
     if margin >= math.log1p(eps1):
         raise ValueError(f"margin must lie in [0, ln(1 + eps1)) = [0, {math.log1p(eps1):.4g}), "
@@ -369,6 +377,15 @@ class WidthSearch(Result):
         return f"no width succeeded (tried, + success / - failure: {tried})"
 
 
+def _verdict(succeeds, d) -> bool:
+    """``succeeds(d)``, which must be a bool (Python or NumPy): anything else is a TypeError."""
+    ok = succeeds(d)
+    if not isinstance(ok, (bool, np.bool_)):
+        raise TypeError(f"succeeds(d) must return a bool (True or False), got {ok!r} "
+                        f"({type(ok).__name__}) at d = {d}")
+    return bool(ok)
+
+
 def smallest_width(succeeds, low: int, high: int) -> WidthSearch:
     """Bisection for the smallest ``d`` in ``[low, high]`` with ``succeeds(d)`` True.
 
@@ -391,7 +408,8 @@ def smallest_width(succeeds, low: int, high: int) -> WidthSearch:
     Raises
     ------
     TypeError
-        If ``succeeds`` is not callable or ``low``/``high`` is not an integer.
+        If ``succeeds`` is not callable, returns something other than a bool, or ``low``/``high``
+        is not an integer.
     ValueError
         If ``low < 1`` or ``high < low``.
 
@@ -405,14 +423,14 @@ def smallest_width(succeeds, low: int, high: int) -> WidthSearch:
     low = check_int("low", low, low=1)
     high = check_int("high", high, low=low)
     tried = []
-    ok = bool(succeeds(high))
+    ok = _verdict(succeeds, high)
     tried.append((high, ok))
     if not ok:
         return WidthSearch(d=None, tried=tuple(tried))
     lo, hi = low - 1, high                                          # fails at lo (or lo < low)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        ok = bool(succeeds(mid))
+        ok = _verdict(succeeds, mid)
         tried.append((mid, ok))
         if ok:
             hi = mid

@@ -24,17 +24,27 @@ The book explains all of this in :ref:`ch-sparse-patterns`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import check_bool, as_matrix, check_int, check_real, check_rng
+from .._validate import (
+    MAX_BYTES,
+    MAX_L,
+    SizeTooLargeError,
+    as_matrix,
+    check_bool,
+    check_dense_size,
+    check_int,
+    check_real,
+    check_rng,
+    check_size,
+    gib,
+)
 from ..results import Result
 
 #: The largest L for which numpy can address a dense L x L float64 array.
-_MAX_DENSE_L = math.isqrt(np.iinfo(np.intp).max // 8)
 
 __all__ = [
     "PatternError",
@@ -449,17 +459,35 @@ def pattern_parameters(A, *, name: str = "A") -> tuple[int, float]:
 # --------------------------------------------------------------------------- the sampler
 def _check_sampler_args(L, k, gamma):
     L = check_int("L", L, low=1)
-    k = check_int("k", k, low=1, high=L)
+    k = _check_nnz("k", check_int("k", k, low=1, high=L), L, check_int("k", k, low=1, high=L))
     gamma = check_real("gamma", gamma, low=1.0)
     return L, k, gamma
 
 
 def _check_dense_L(L, as_csr):
-    L = check_int("L", L, low=1)
-    if not as_csr and L > _MAX_DENSE_L:
-        raise ValueError(f"L must be at most {_MAX_DENSE_L} for a dense L x L result (larger arrays cannot "
-                         f"be addressed; use as_csr=True), got {L}")
-    return L
+    """``L`` of a pattern: a dense float64 result of at most ``MAX_BYTES``
+    (``L <= MAX_DENSE_L = 23170``), a CSR one of ``L <= MAX_L = 131072``."""
+    if as_csr is True:
+        return check_size("L", L, cap=MAX_L, why="the largest sequence length of a CSR pattern; "
+                                                 "the book's experiments stop at 65536")
+    return check_dense_size("L", L, bytes_per_unit=8, what="a dense L x L float64 pattern "
+                                                          "(as_csr=True stores only the nonzeros)")
+
+
+#: The most nonzeros a pattern may have: their row and column indices (int64) and values (float64)
+#: take 24 bytes each, at most MAX_BYTES in all (about 1.8e8 nonzeros).
+MAX_NNZ = MAX_BYTES // 24
+
+
+def _check_nnz(name, value, L, per_row):
+    """Refuse a pattern parameter (``k``, ``width``, ``count``, ``block``) for which the pattern
+    would hold more than ``MAX_NNZ`` nonzeros (``L * per_row``)."""
+    if L * per_row > MAX_NNZ:
+        raise SizeTooLargeError(
+            f"{name} = {value} is too large at L = {L}: the pattern would hold up to "
+            f"{L * per_row} nonzeros ({gib(24.0 * L * per_row)} of indices and values), more than the "
+            f"{MAX_NNZ} allowed (use a smaller {name} or L)")
+    return value
 
 
 def _finish(L, rows, cols, vals, normalize, as_csr):
@@ -518,6 +546,10 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     ------
     ValueError, TypeError
         If ``L``, ``k`` or ``gamma`` is out of range, or ``rng`` is not a Generator.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -634,6 +666,10 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -642,6 +678,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     """
     L = _check_dense_L(L, as_csr)
     width = check_int("width", width, low=0, high=L - 1)
+    _check_nnz("width", width, L, 2 * width + 1)
     gamma = check_real("gamma", gamma, low=1.0)
     check_bool('causal', causal)
     offsets = np.arange(-width, 1 if causal else width + 1)
@@ -681,6 +718,10 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
@@ -689,7 +730,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     """
     L = _check_dense_L(L, as_csr)
     stride = check_int("stride", stride, low=1)
-    count = check_int("count", count, low=1, high=L)
+    count = _check_nnz("count", check_int("count", count, low=1, high=L), L, count)
     gamma = check_real("gamma", gamma, low=1.0)
     check_bool('causal', causal)
     if not causal and count * stride > L:
@@ -733,13 +774,17 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     ValueError, TypeError
         If a size or ``gamma`` is out of the range stated above (the message names it), or
         ``rng`` is given and is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------
     Block-local attention; :ref:`ch-sparse-patterns`.
     """
     L = _check_dense_L(L, as_csr)
-    block = check_int("block", block, low=1, high=L)
+    block = _check_nnz("block", check_int("block", block, low=1, high=L), L, block)
     gamma = check_real("gamma", gamma, low=1.0)
     check_bool('causal', causal)
     start = (np.arange(L) // block) * block
@@ -774,6 +819,10 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     ------
     ValueError, TypeError
         If ``L`` is not an integer ``>= 1`` or ``rng`` is not a :class:`numpy.random.Generator`.
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
 
     References
     ----------

@@ -13,7 +13,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validate import check_bool, as_float_array, check_int, check_real
+from .._validate import SizeTooLargeError, as_float_array, check_bool, check_real, check_size, gib
 
 __all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
 
@@ -55,11 +55,29 @@ def book_style():
         yield
 
 
+#: The most panels of one :func:`subplots` figure (each axes costs milliseconds and memory;
+#: the book's largest figure has 12).
+MAX_PANELS = 256
+#: The largest resolution of :func:`figure_to_png` (and of the precomputed widgets).
+MAX_DPI = 2400
+#: The most pixels of one rendered PNG: 10**8 (an RGBA buffer of 400 MB).
+MAX_PIXELS = 10**8
+
+
 def subplots(nrows: int = 1, ncols: int = 1, *, width: float | None = None,
              height: float | None = None, **kwargs):
-    """``plt.subplots`` with the book's default size scaled to the grid of panels."""
-    nrows = check_int("nrows", nrows, low=1)
-    ncols = check_int("ncols", ncols, low=1)
+    """``plt.subplots`` with the book's default size scaled to the grid of panels.
+
+    ``nrows``, ``ncols`` and their product are at most 256 (``MAX_PANELS``); a larger grid is
+    a :class:`sattn.SizeTooLargeError`.
+
+    References
+    ----------
+    The book's figure style, used by the figures of every chapter.
+    """
+    why = f"at most {MAX_PANELS} panels in one figure (nrows * ncols)"
+    nrows = check_size("nrows", nrows, cap=MAX_PANELS, why=why)
+    ncols = check_size("ncols", ncols, cap=MAX_PANELS // nrows, why=why + f", nrows = {nrows}")
     width = None if width is None else check_real("width", width, low=0.0, low_open=True)
     height = None if height is None else check_real("height", height, low=0.0, low_open=True)
     w = width if width is not None else min(2.9 * ncols + 0.6, 10.0)
@@ -139,13 +157,32 @@ def heatmap(ax, M, *, title: str | None = None, cmap: str = "viridis", log: bool
 
 
 def figure_to_png(fig, *, dpi: int | None = None, close: bool = True) -> bytes:
-    """Render a figure to PNG bytes (used for precomputed widgets)."""
+    """Render a figure to PNG bytes (used for precomputed widgets).
+
+    ``dpi`` is at most 2400 (``MAX_DPI``), and the figure at that resolution at most
+    ``10**8`` pixels (``MAX_PIXELS``); more is a :class:`sattn.SizeTooLargeError`.
+
+    References
+    ----------
+    The precomputed interactive figures of every chapter (the introduction's "How to read it").
+    """
     if not hasattr(fig, "savefig"):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    dpi = None if dpi is None else check_int("dpi", dpi, low=1)
+    dpi = None if dpi is None else check_size("dpi", dpi, cap=MAX_DPI,
+                                              why="the resolution of a figure in the book")
+    res = dpi or BOOK_STYLE["savefig.dpi"]
+    try:
+        w, h = (float(x) for x in fig.get_size_inches())
+    except (AttributeError, TypeError, ValueError):
+        w = h = None
+    if w is not None and w * h * float(res) ** 2 > MAX_PIXELS:
+        raise SizeTooLargeError(
+            f"dpi = {res} is too large for a {w:g} x {h:g} inch figure: "
+            f"{w * h * float(res) ** 2:.3g} pixels, more than the {MAX_PIXELS:.0e} allowed "
+            f"({gib(4.0 * MAX_PIXELS)} of RGBA); lower dpi or the figure size")
     check_bool('close', close)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi or BOOK_STYLE["savefig.dpi"], bbox_inches="tight",
+    fig.savefig(buf, format="png", dpi=res, bbox_inches="tight",
                 facecolor="white", metadata={"Software": None})
     if close:
         plt.close(fig)

@@ -21,7 +21,8 @@ import numpy as np
 from IPython.display import HTML, Image, display
 from matplotlib.figure import Figure
 
-from .._validate import check_int
+from .._validate import SizeTooLargeError, check_size
+from .plotting import MAX_DPI
 from .plotting import figure_to_png
 
 __all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
@@ -133,6 +134,10 @@ class PrecomputedExplorer(widgets.VBox):
         return f"PrecomputedExplorer({axes}; {self.n_views} precomputed views)"
 
 
+#: The most combinations of a precomputed grid (each is rendered and stored in the page).
+MAX_VIEWS = 1000
+
+
 def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Sequence], *,
                          description: str | None = None, value: Mapping[str, object] | None = None,
                          dpi: int | None = None) -> PrecomputedExplorer:
@@ -169,6 +174,8 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
         If the grid is empty, a parameter has no values or repeated values, ``value`` names
         an unknown parameter or an off-grid value, or ``render`` raises ``ValueError`` on every
         combination.
+    SizeTooLargeError
+        If the grid has more than 1000 combinations (``MAX_VIEWS``) or ``dpi > 2400``.
 
     References
     ----------
@@ -185,9 +192,11 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
         raise TypeError(f"description must be a str of HTML, got {type(description).__name__}")
     if value is not None and not isinstance(value, Mapping):
         raise TypeError(f"value must be a mapping of parameter name -> value, got {type(value).__name__}")
-    dpi = None if dpi is None else check_int("dpi", dpi, low=1)
+    dpi = None if dpi is None else check_size("dpi", dpi, cap=MAX_DPI,
+                                              why="the resolution of a figure in the book")
     names = list(grid)
     values = []
+    views = 1
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"grid keys must be parameter names (str), got {name!r}")
@@ -198,6 +207,12 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
                 f"grid[{name!r}] must be a list, tuple, range or 1-D array of values, "
                 f"got {grid[name]!r}"
             )
+        views *= len(vals)
+        if views > MAX_VIEWS:
+            raise SizeTooLargeError(
+                f"grid is too large: grid[{name!r}] has {len(vals)} values, and with the parameters "
+                f"before it the grid has {views} combinations, more than the {MAX_VIEWS} views "
+                "allowed (every combination is rendered ahead of time and stored in the page)")
         vals = list(grid[name])
         if not vals:
             raise ValueError(f"grid[{name!r}] is empty; give at least one value")

@@ -12,7 +12,7 @@ import numbers
 import mpmath
 import numpy as np
 
-from .._validate import as_float_array, as_vector, check_int
+from .._validate import as_float_array, as_vector, check_int, check_size
 
 __all__ = ["boltzmann", "boltzmann_mp", "boltzmann_average"]
 
@@ -47,6 +47,10 @@ def boltzmann(a, *, axis: int = -1) -> np.ndarray | float:
     return float(out) if np.ndim(out) == 0 else out
 
 
+#: The most decimal digits of :func:`boltzmann_mp` (the book needs fewer than 500).
+MAX_DPS = 10**4
+
+
 def boltzmann_mp(a, *, dps: int = 50):
     """The Boltzmann operator in mpmath arithmetic with ``dps`` decimal digits.
 
@@ -54,7 +58,8 @@ def boltzmann_mp(a, *, dps: int = 50):
     ----------
     a : sequence of real numbers or mpmath.mpf, length n
     dps : int, default 50
-        Working precision (decimal digits).
+        Working precision (decimal digits), ``15 <= dps <= 10**4`` (``MAX_DPS``; larger is a
+        :class:`sattn.SizeTooLargeError`).
 
     Returns
     -------
@@ -64,7 +69,9 @@ def boltzmann_mp(a, *, dps: int = 50):
     ----------
     As :func:`boltzmann`; :ref:`ch-boltzmann`.
     """
-    dps = check_int("dps", dps, low=15)
+    dps = check_size("dps", dps, low=15, cap=MAX_DPS,
+                     why="the cost of exp grows faster than the square of the digits: 10**4 digits "
+                         "take milliseconds per entry, 10**5 over a tenth of a second")
     try:
         items = list(a)
     except TypeError:

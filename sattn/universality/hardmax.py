@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_int, check_rng
+from .._validate import check_rng, check_size
 from ..layers import AttentionHead, multihead_attention
 from ..results import Result
 
@@ -20,6 +20,38 @@ __all__ = ["COUNTEREXAMPLE_T", "hardmax_counterexample", "HardmaxReport", "check
 
 #: The two sets of positions of the counter-example: same min (1), max (6) and mean (7/2).
 COUNTEREXAMPLE_T = ((1, 2, 5, 6), (1, 3, 4, 6))
+
+
+#: Caps of the random integer heads of :func:`check_hardmax_counterexample` (and of the hardmax
+#: checks of :mod:`sattn.precision`): every trial runs exact rational hardmax attention, about 3 ms
+#: at d = 1 and 0.1 s at d = 64, so 10**5 trials take minutes and larger heads grow the cost of
+#: each trial as d * max_heads * max_s.
+MAX_TRIALS = 10**5
+MAX_HEAD_SIZE = 64
+#: The largest magnitude of the integer weights (products of scores stay far inside int64/float64).
+MAX_BOUND = 10**6
+
+
+def check_draw_sizes(trials, d, max_heads, max_s, bound):
+    """The sizes of the random integer heads, checked and capped (``MAX_TRIALS``,
+    ``MAX_HEAD_SIZE``, ``MAX_BOUND``); a value above its cap is a
+    :class:`sattn.SizeTooLargeError`."""
+    why = "the work of every exact trial grows with d, max_heads and max_s"
+    return (check_size("trials", trials, cap=MAX_TRIALS,
+                       why="each trial is an exact rational computation of milliseconds or more"),
+            check_hardmax_d(d),
+            check_size("max_heads", max_heads, cap=MAX_HEAD_SIZE, why=why),
+            check_size("max_s", max_s, cap=MAX_HEAD_SIZE, why=why),
+            check_size("bound", bound, cap=MAX_BOUND,
+                       why="integer weights beyond that make scores whose exact products no "
+                           "longer fit the float64 formats checked"))
+
+
+def check_hardmax_d(d):
+    """The token dimension ``d`` of the counter-example, ``1 <= d <= MAX_HEAD_SIZE``."""
+    return check_size("d", d, cap=MAX_HEAD_SIZE,
+                      why="the token dimension of the counter-example; the exact checks run heads "
+                          "of size d")
 
 
 def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +65,8 @@ def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     d : int, default 1
-        Token dimension (>= 1).
+        Token dimension, ``1 <= d <= 64`` (``MAX_HEAD_SIZE``; larger is a
+        :class:`sattn.SizeTooLargeError`).
 
     Returns
     -------
@@ -44,7 +77,7 @@ def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
     Theorem 1 of Kajitsuka & Sato (2024) (the example here is the book's own, not the paper's);
     :ref:`ch-hardmax`.
     """
-    d = check_int("d", d, low=1)
+    d = check_hardmax_d(d)
     out = []
     for T in COUNTEREXAMPLE_T:
         X = np.zeros((d, 4), dtype=np.int64)
@@ -111,6 +144,9 @@ def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_hea
     ----------
     rng : numpy.random.Generator
     trials, d, max_heads, max_s, bound : int
+        At least 1 each, and at most ``trials <= 10**5`` (``MAX_TRIALS``),
+        ``d, max_heads, max_s <= 64`` (``MAX_HEAD_SIZE``), ``bound <= 10**6``
+        (``MAX_BOUND``); a larger value is a :class:`sattn.SizeTooLargeError`.
 
     Returns
     -------
@@ -121,11 +157,7 @@ def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_hea
     Theorem 1 of Kajitsuka & Sato (2024); :ref:`ch-hardmax`.
     """
     rng = check_rng("rng", rng)
-    trials = check_int("trials", trials, low=1)
-    d = check_int("d", d, low=1)
-    max_heads = check_int("max_heads", max_heads, low=1)
-    max_s = check_int("max_s", max_s, low=1)
-    bound = check_int("bound", bound, low=1)
+    trials, d, max_heads, max_s, bound = check_draw_sizes(trials, d, max_heads, max_s, bound)
     X1, X2 = hardmax_counterexample(d)
     mismatches = zero = tied = 0
     for t in range(trials):

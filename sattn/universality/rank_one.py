@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 
-from .._validate import as_float_array, as_vector, check_int, check_real, check_rng
+from .._validate import MAX_DRAWS, as_float_array, as_vector, check_int, check_real, check_rng, check_size
 from ..layers import AttentionHead, multihead_attention
 from ..results import Result
 from .boltzmann import boltzmann_average
@@ -64,6 +64,17 @@ class ProjectionReport(Result):
                 f"{self.draws} draw(s))")
 
 
+#: The largest head size ``s`` of the constructions (their weights are ``s x d`` matrices; the
+#: theorems need ``s = 1``).
+MAX_HEAD_SIZE = 4096
+
+
+def check_head_size(s):
+    """The head size ``s``, ``1 <= s <= MAX_HEAD_SIZE``."""
+    return check_size("s", s, cap=MAX_HEAD_SIZE,
+                      why="the head's weights are s x d matrices; the construction needs s = 1")
+
+
 def projection_vector(P, rng, *, max_draws: int = 100) -> tuple[np.ndarray, ProjectionReport]:
     """A unit vector ``v`` with ``|v.(x-x')| >= sqrt(8/(pi d))/M^2 ||x-x'||`` for all pairs of P.
 
@@ -76,6 +87,7 @@ def projection_vector(P, rng, *, max_draws: int = 100) -> tuple[np.ndarray, Proj
         ``M >= 2`` distinct points, one per row.
     rng : numpy.random.Generator
     max_draws : int, default 100
+        At most ``10**6`` (above, a :class:`sattn.SizeTooLargeError`).
 
     Returns
     -------
@@ -93,7 +105,8 @@ def projection_vector(P, rng, *, max_draws: int = 100) -> tuple[np.ndarray, Proj
     """
     P = as_float_array("P", P, ndim=2)
     rng = check_rng("rng", rng)
-    max_draws = check_int("max_draws", max_draws, low=1)
+    max_draws = check_size("max_draws", max_draws, cap=MAX_DRAWS,
+                           why="the most random draws one call may make")
     M, d = P.shape
     if M < 2:
         raise ValueError(f"P must hold at least 2 points (rows), got shape {P.shape}")
@@ -162,9 +175,11 @@ def theorem2_constants(n: int, vocabulary_size: int, d: int, eps: float, r_min: 
 
     Parameters
     ----------
-    n : int (>= 2)
-    vocabulary_size : int (>= 1)
-    d : int (>= 1)
+    n : int (2 <= n <= 2**53)
+    vocabulary_size : int (1 <= vocabulary_size <= 2**53)
+    d : int (1 <= d <= 2**53)
+        A count above ``2**53`` (``n``, ``vocabulary_size``, ``d``) is a
+        :class:`sattn.SizeTooLargeError`.
     eps, r_min, r_max : float (> 0)
 
     Returns
@@ -176,9 +191,10 @@ def theorem2_constants(n: int, vocabulary_size: int, d: int, eps: float, r_min: 
     Theorem 2 of Kajitsuka & Sato (2024); the constants are reconstructed for this book
     (:ref:`ch-rank-one`).
     """
-    n = check_int("n", n, low=2)
-    V = check_int("vocabulary_size", vocabulary_size, low=1)
-    d = check_int("d", d, low=1)
+    exact = "the constants are computed in float64, exact for counts up to 2**53"
+    n = check_size("n", n, low=2, cap=2**53, why=exact)
+    V = check_size("vocabulary_size", vocabulary_size, cap=2**53, why=exact)
+    d = check_size("d", d, cap=2**53, why=exact)
     eps = check_real("eps", eps, low=0.0, low_open=True)
     r_min = check_real("r_min", r_min, low=0.0, low_open=True)
     r_max = check_real("r_max", r_max, low=r_min)
@@ -203,7 +219,7 @@ def adaptive_lambda(projections, n: int) -> float:
     ----------
     projections : array_like, shape (vocabulary_size,)
         Distinct, nonzero projections of the vocabulary.
-    n : int (>= 2)
+    n : int (2 <= n <= 2**53)
 
     References
     ----------
@@ -358,10 +374,12 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
         "theorem": the theorem's lambda; "adaptive": the smallest lambda for which the gap
         condition holds on the measured projections; a float: that value.
     s : int, default 1
-        Head size.
+        Head size, ``1 <= s <= 4096`` (``MAX_HEAD_SIZE``; above, a
+        :class:`sattn.SizeTooLargeError`).
     r_min, r_max, eps : float, optional
         Separation parameters; measured from the data when omitted, checked when given.
     max_draws : int, default 100
+        At most ``10**6`` (above, a :class:`sattn.SizeTooLargeError`).
 
     Returns
     -------
@@ -379,7 +397,7 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
     """
     Xs = as_sequences("Xs", Xs)
     rng = check_rng("rng", rng)
-    s = check_int("s", s, low=1)
+    s = check_head_size(s)
     d, n = Xs[0].shape
     if n < 2:
         raise ValueError(f"sequences must have n >= 2 tokens (with n = 1 the statement is trivial), got n = {n}")

@@ -11,12 +11,13 @@ verifies itself and returns a report with the measured distances.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from .._validate import as_float_array, check_int, check_real, check_rng
+from .._validate import MAX_DRAWS, SizeTooLargeError, as_float_array, check_real, check_rng, check_size
 from ..layers import AttentionHead, FeedForward, feed_forward, multihead_attention
 from ..results import Result
 from .memorize import interpolating_ffn
@@ -30,6 +31,22 @@ __all__ = [
 ]
 
 
+#: The most cells per coordinate (``K``): the quantizer has 2K ReLUs, built one by one.
+MAX_K = 10**5
+#: The longest sequence of :func:`two_layer_approximation` (``n``; 2 or 3 are practical).
+MAX_N = 1024
+#: The most cells (multisets of ``n`` of the ``K`` cells, ``C(K + n - 1, n)``) that
+#: :func:`two_layer_approximation` interpolates: each is a context id of the second FFN, checked
+#: one by one in Python.
+MAX_CELLS = 10**5
+#: The most Monte-Carlo numbers (``samples * n``) of one evaluation: 10**7 (a few arrays of 80 MB).
+MAX_POINTS = 10**7
+
+
+def _check_K(K):
+    return check_size("K", K, cap=MAX_K, why="the quantizer has 2K ReLUs, built one by one")
+
+
 def quantizer_ffn(K: int, *, ramp: float = 1e-3) -> FeedForward:
     """Token-wise staircase on [0, 1] (d = 1): ``x -> 1 + #{j >= 1 : x >= j/K}``, a FFN with skip.
 
@@ -40,8 +57,15 @@ def quantizer_ffn(K: int, *, ramp: float = 1e-3) -> FeedForward:
     ----------
     Step 2 of the construction behind Proposition 1 of Kajitsuka & Sato (2024) (derived for the
     book); :ref:`ch-universal-approximation`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If ``K`` is not an integer ``>= 1`` or ``ramp`` is not in ``(0, 1]``.
+    SizeTooLargeError
+        If ``K > 10**5`` (``MAX_K``).
     """
-    K = check_int("K", K, low=1)
+    K = _check_K(K)
     ramp = check_real("ramp", ramp, low=0.0, high=1.0, low_open=True)
     eta = ramp / K
     W1, b1, w2 = [1.0, -1.0], [0.0, 0.0], [-1.0, 1.0]  # -relu(x) + relu(-x) = -x
@@ -138,11 +162,15 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     f : callable
         Maps an array of shape (B, 1, n) to (B, 1, n); must be permutation-equivariant.
     n : int (2 or 3 are practical)
+        Sequence length, ``2 <= n <= 1024`` (``MAX_N``).
     K : int
-        Cells per coordinate.
+        Cells per coordinate, ``1 <= K <= 10**5`` (``MAX_K``). The grid's ``C(K + n - 1, n)``
+        multisets of cells may number at most ``10**5`` (``MAX_CELLS``).
     rng : numpy.random.Generator
         Draws the Monte-Carlo evaluation points.
     samples : int
+        Monte-Carlo points, ``1 <= samples <= 10**6`` and ``samples * n <= 10**7``
+        (``MAX_POINTS``).
     p : float, default 2
     max_logit : float, default 1
     ramp : float, default 1e-3
@@ -157,6 +185,8 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     ValueError
         If ``f`` returns the wrong shape or is not permutation-equivariant on the grid (naming
         the sequence), or context ids collide in float64.
+    SizeTooLargeError
+        If ``n``, ``K`` or ``samples`` is above its cap (the message names it and the cap).
 
     References
     ----------
@@ -165,10 +195,19 @@ def two_layer_approximation(f, n: int, K: int, rng, *, samples: int = 4000, p: f
     """
     if not callable(f):
         raise TypeError(f"f must be callable, got {type(f).__name__}")
-    n = check_int("n", n, low=2)
-    K = check_int("K", K, low=1)
+    n = check_size("n", n, low=2, cap=MAX_N, why="the sequence length; the grid and the "
+                                                  "Monte-Carlo points grow with it")
+    K = _check_K(K)
+    log_cells = math.lgamma(K + n) - math.lgamma(n + 1) - math.lgamma(K)     # ln C(K + n - 1, n)
+    if log_cells > math.log(MAX_CELLS) + 1e-9 and math.comb(K + n - 1, n) > MAX_CELLS:
+        big = "n" if n > 3 else "K"
+        raise SizeTooLargeError(
+            f"{big} = {n if big == 'n' else K} is too large (n = {n}, K = {K}): the grid has "
+            f"C(K + n - 1, n) = {math.comb(K + n - 1, n) if log_cells < 50 else f'about e^{log_cells:.0f}'} "
+            f"multisets of cells, more than the {MAX_CELLS} the second FFN may interpolate")
     rng = check_rng("rng", rng)
-    samples = check_int("samples", samples, low=1)
+    samples = check_size("samples", samples, cap=min(MAX_DRAWS, MAX_POINTS // n),
+                         why=f"samples * n Monte-Carlo numbers, at most {MAX_POINTS} (n = {n})")
     p = check_real("p", p, low=1.0)
     max_logit = check_real("max_logit", max_logit)
     ffn1 = quantizer_ffn(K, ramp=ramp)

@@ -19,9 +19,15 @@ that does not say which argument was wrong (e.g. ``invalid literal for int()``).
 
 Sizes are "huge" when the array they define could not be addressed by numpy at all (an L x L
 float64 array with L = 10**12 needs 8e24 bytes, more than 2**63): such values must be refused before
-anything is allocated. Sizes whose only cost is time (numbers of draws, trials, restarts) have no
-huge bad value, since the docstrings allow them. Every call runs under an address-space cap (current
-size + 2 GiB), so a size that slips through ends in a quick MemoryError instead of swapping.
+anything is allocated. Every call runs under an address-space cap (current size + 2 GiB), so a size
+that slips through ends in a quick MemoryError instead of swapping.
+
+Beyond that, every size argument has a documented cap (memory, or time for numbers of draws,
+trials, restarts, digits, panels): :data:`HUGE` gives each one a huge value, which must be refused
+with :class:`sattn.SizeTooLargeError` naming the argument in under 2 s and 1 GiB (measured with
+tracemalloc and an address-space cap); :data:`NO_CAP` lists the integer arguments that need none
+(closed formulas, thresholds, seeds, clipped values), and a test checks that every integer
+argument is in one of the two.
 
 The fixed bad values run as hypothesis ``@example``s and the random ones are derandomized, so the
 number of calls is the same on every run; the last test writes the figure for the status page
@@ -112,9 +118,11 @@ class Kind:
     (random positions of NaN, random out-of-range numbers, random unknown strings), or None.
     """
 
-    def __init__(self, label, make):
+    def __init__(self, label, make, *, integer=False, high=None):
         self.label = label
         self.make = make
+        self.integer = integer      # an integer parameter (see HUGE: every size has a cap)
+        self.high = high            # its documented upper bound, if the spec gives one
 
 
 JUNK = ["abc", {"a": 1}, 1 + 2j, object()]  # wrong types for every kind below
@@ -229,7 +237,7 @@ def integer(label="int", *, low=None, high=None, huge=None, none_ok=False):
             fixed.append(huge)
         return fixed, _one_of(rand)
 
-    return Kind(label, make)
+    return Kind(label, make, integer=True, high=high)
 
 
 def real(label="real", *, low=None, high=None, low_open=False, high_open=False, none_ok=False,
@@ -1015,3 +1023,178 @@ def test_fuzz_the_public_api():
     assert n_tried > 0
     assert not failures, (f"{len(failures)} of {n_tried} bad calls did not raise a named error:\n"
                           + "\n".join(failures))
+
+
+# =============================================================================== huge sizes (issue 21)
+#: A huge value for every integer parameter that sizes an array, a loop or a precision: each must
+#: be refused with sattn.SizeTooLargeError (naming the parameter) in under HUGE_SECONDS and with
+#: less than HUGE_BYTES allocated, before any work. Parameters whose spec gives an upper bound
+#: (``integer(high=...)``) are capped there; the others are listed here or in NO_CAP.
+_B9, _B12, _B400 = 10**9, 10**12, 10**400
+HUGE = {
+    **{("FastEngine", p): _B9 for p in ("batch", "candidates", "first_block", "max_block")},
+    ("approximate", "max_draws"): _B12,
+    **{(f, "L"): _B9 for f in ("band_pattern", "block_pattern", "strided_pattern", "sample_sparse",
+                                "permutation_pattern", "sample_stiefel")},
+    ("boltzmann_mp", "dps"): 10**6,
+    ("causal_mask", "L"): 10**5,
+    **{(f, "n_draws"): _B9 for f in ("check_error_model", "check_offsupport_max",
+                                      "check_row_dependence", "check_success_probability",
+                                      "reference_level")},
+    **{(f, "n_draws"): _B400 for f in ("naive_dmin", "predict_dmin", "predict_setup")},
+    **{(f, p): _B9 for f in ("check_hardmax_counterexample", "hardmax_precision", "hardmax_bits_needed")
+       for p in ("trials", "d", "max_heads", "max_s", "bound")},
+    ("default_max_draws", "L"): _B400,
+    ("figure_to_png", "dpi"): 10**6,
+    ("precomputed_explorer", "dpi"): 10**6,
+    ("fixed_weights", "d"): _B9,
+    ("hardmax_counterexample", "d"): _B9,
+    **{(f, "max_draws"): _B12 for f in ("interpolating_ffn", "projection_vector",
+                                         "rank_one_contextual_mapping")},
+    **{(f, "s"): _B9 for f in ("memorize", "memorize_with_positions", "rank_one_contextual_mapping")},
+    ("optimize_logits", "maxiter"): _B12,
+    ("optimize_logits", "restarts"): _B12,
+    ("quantizer_ffn", "K"): _B9,
+    ("subplots", "nrows"): 10**5,
+    ("subplots", "ncols"): 10**5,
+    ("theorem1_crossover", "k"): _B400,
+    **{("theorem2_constants", p): _B400 for p in ("n", "vocabulary_size", "d")},
+    ("two_layer_approximation", "K"): _B9,
+    ("two_layer_approximation", "n"): _B9,
+    ("two_layer_approximation", "samples"): _B12,
+}
+
+#: Integer parameters without a cap, and why none is needed (no array, loop or precision grows
+#: with them, or they are clipped).
+NO_CAP = {
+    ("adaptive_lambda", "n"): "a number in a closed formula (ln n)",
+    ("theorem1_bound", "L"): "a number in a closed formula (ln L)",
+    ("theorem1_constants", "L"): "a number in a closed formula (ln L)",
+    ("check_approximation", "block_rows"): "clipped to L (rows processed at a time)",
+    **{(f, "rows"): "clipped to L / (2 k)" for f in ("check_error_model", "check_offsupport_max",
+                                                    "check_row_dependence")},
+    ("check_k_nonzero_bounded", "k"): "a threshold compared with counts",
+    ("require_k_nonzero_bounded", "k"): "a threshold compared with counts",
+    ("judge_laws", "fit_max"): "a threshold on L",
+    ("judge_laws", "predict_min"): "a threshold on L",
+    ("smallest_width", "low"): "bisection: log2(high - low) calls of the caller's function",
+    ("smallest_width", "high"): "bisection: log2(high - low) calls of the caller's function",
+    **{(f, p): "a seed, not a size" for f, p in (
+        ("check_success_probability", "root_seed"), ("check_success_probability", "seed"),
+        ("compare_measured", "root_seed"), ("compare_measured", "seed"),
+        ("draw_generator", "root_seed"), ("draw_success_probability", "seed"),
+        ("predict_dmin", "seed"), ("predict_setup", "root_seed"), ("predict_setup", "seed"),
+        ("sample_target", "root_seed"))},
+}
+
+HUGE_SECONDS = 2.0
+HUGE_BYTES = 1 << 30
+
+
+def _engine():
+    return sattn.FastEngine(_A4(), 1.0, 0.5)
+
+
+#: Huge sizes that are not one integer argument of a spec: (label, call, the parameter named).
+HUGE_EXTRA = [
+    ("sample_sparse(as_csr=True, L=10**9)",
+     lambda: sattn.sample_sparse(10**9, 2, 2.0, _rng(), as_csr=True), "L"),
+    ("band_pattern(L=20000, width=19000): 7.6e8 nonzeros",
+     lambda: sattn.band_pattern(20000, 19000), "width"),
+    ("strided_pattern(L=131072, count=131072, as_csr=True)",
+     lambda: sattn.strided_pattern(131072, 1, 131072, as_csr=True), "count"),
+    ("sample_sparse(L=131072, k=131072, as_csr=True)",
+     lambda: sattn.sample_sparse(131072, 131072, 2.0, _rng(), as_csr=True), "k"),
+    ("sample_stiefel(L=10**7, d=10**4)", lambda: sattn.sample_stiefel(10**7, 10**4, _rng()), "L"),
+    ("two_layer_approximation(n=3, K=10**4): 1.7e11 cells",
+     lambda: sattn.two_layer_approximation(np.square, 3, 10**4, _rng()), "K"),
+    ("precomputed_explorer(grid={'a': range(10**7)})",
+     lambda: sattn.precomputed_explorer(lambda a: "x", {"a": range(10**7)}), "grid"),
+    ("precomputed_explorer(grid of 100 x 100 values)",
+     lambda: sattn.precomputed_explorer(lambda a, b: "x", {"a": range(100), "b": range(100)}), "grid"),
+    ("figure_to_png(20 x 20 inch figure, dpi=2400)",
+     lambda: sattn.figure_to_png(Figure(figsize=(20, 20)), dpi=2400), "dpi"),
+    ("subplots(100, 100)", lambda: sattn.subplots(100, 100), "ncols"),
+    ("FastEngine(A).level(1, 10**12, ...)", lambda: _engine().level(1, 10**12, 0, (0,)), "n_draws"),
+    ("FastEngine(A).level(1, 5, ..., batch=10**9)",
+     lambda: _engine().level(1, 5, 0, (0,), batch=10**9), "batch"),
+    ("default_max_draws(L=131072, Q=10**6)", lambda: sattn.default_max_draws(131072, 10.0**6), "Q"),
+    ("reproduce(jobs=10**6)", lambda: sattn.reproduce("fig3", jobs=10**6, out=_TMP, progress=False), "jobs"),
+    ("reproduce(workers=10**6)", lambda: sattn.reproduce("fig3", scheduler="local", workers=10**6,
+                                                         out=_TMP, progress=False), "workers"),
+]
+
+
+def _huge_cases():
+    cases = []
+    for (name, param), value in sorted(HUGE.items(), key=lambda kv: kv[0]):
+        valid = SPECS[name][0]
+
+        def call(name=name, param=param, value=value, valid=valid):
+            kwargs = valid()
+            kwargs[param] = value
+            return lambda: getattr(sattn, name)(**kwargs)
+        cases.append((f"{name}({param}={'10**400' if value == _B400 else value:})", call, param))
+    return cases + [(label, (lambda f=f: f), param) for label, f, param in HUGE_EXTRA]
+
+
+def test_every_size_argument_has_a_huge_case_or_a_reason():
+    """Every integer parameter of a spec without an upper bound is in HUGE (a cap) or NO_CAP."""
+    unlisted, stale = [], []
+    for name, (_, kinds) in sorted(SPECS.items()):
+        for param, kind in sorted(kinds.items()):
+            if kind.integer and kind.high is None and (name, param) not in HUGE | NO_CAP:
+                unlisted.append(f"{name}({param})")
+    for key in list(HUGE) + list(NO_CAP):
+        if key[0] not in SPECS or key[1] not in SPECS[key[0]][1]:
+            stale.append(key)
+    assert not set(HUGE) & set(NO_CAP)
+    assert not unlisted, f"size parameters with neither a huge case nor a reason: {unlisted}"
+    assert not stale, f"HUGE/NO_CAP name parameters that no spec has: {stale}"
+
+
+def _refuse(call, param):
+    """Run ``call`` (built outside): it must raise SizeTooLargeError naming ``param``, fast and small."""
+    import tracemalloc
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(), _memory_guard(headroom=HUGE_BYTES):
+            warnings.simplefilter("error", RuntimeWarning)
+            call()
+    except sattn.SizeTooLargeError as exc:
+        outcome = None if names_argument(str(exc), param) else f"message does not name {param!r}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - every other outcome is reported
+        outcome = f"{type(exc).__name__}: {str(exc)[:150]}"
+    else:
+        outcome = "no error: the huge size was accepted"
+    finally:
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        plt.close("all")
+    if outcome is None and seconds > HUGE_SECONDS:
+        outcome = f"refused, but after {seconds:.2f} s (more than {HUGE_SECONDS} s)"
+    if outcome is None and peak > HUGE_BYTES:
+        outcome = f"refused, but after allocating {peak / 2**20:.0f} MiB"
+    return outcome
+
+
+def test_huge_sizes_are_refused_quickly_and_named():
+    failures = []
+    cases = _huge_cases()
+    with matplotlib.rc_context():
+        for label, make, param in cases:
+            outcome = _refuse(make(), param)
+            if outcome is not None:
+                failures.append(f"{label}: {outcome}")
+    record(
+        "fuzz-huge-sizes",
+        title="Huge sizes given to the public API of sattn: calls refused at once with "
+              "SizeTooLargeError naming the argument (under 2 s and 1 GiB)",
+        tried=len(cases), passed=len(cases) - len(failures), unit="calls",
+        test="tests/package/test_fuzz_api.py::test_huge_sizes_are_refused_quickly_and_named",
+        details={"size_parameters": len(HUGE), "without_cap": len(NO_CAP), "extra_cases": len(HUGE_EXTRA)},
+        failures=failures,
+    )
+    assert not failures, f"{len(failures)} of {len(cases)} huge sizes:\n" + "\n".join(failures)
