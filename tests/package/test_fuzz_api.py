@@ -1180,6 +1180,7 @@ def _refuse(call, param):
     return outcome
 
 
+@pytest.mark.reliability
 def test_huge_sizes_are_refused_quickly_and_named():
     failures = []
     cases = _huge_cases()
