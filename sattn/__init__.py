@@ -12,9 +12,7 @@ The chapters use the flat API: every name in ``sattn.__all__`` is importable as 
 """
 
 from ._version import __version__ as __version__
-# The error of every size cap (a ValueError), importable as sattn.SizeTooLargeError; it lives with the
-# argument checks in the private sattn._validate, so it is not one of the flat API's __all__ names.
-from ._validate import SizeTooLargeError as SizeTooLargeError
+from .errors import SizeTooLargeError
 from .results import ClaimFailed, Result, check
 from .attention import attention_logits, causal_mask, row_softmax, sam, self_attention, usam
 from .layers import (
@@ -154,6 +152,7 @@ from .precision import (  # Part III: the constructions in finite precision
 )
 
 __all__ = [
+    "SizeTooLargeError",
     "Approximation",
     "ConstructionFailed",
     "Theorem1Constants",

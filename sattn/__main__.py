@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._validate import SizeTooLargeError
+from .errors import SizeTooLargeError
 from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile

@@ -13,12 +13,13 @@ import numbers
 
 import numpy as np
 
+from .errors import SizeTooLargeError
+
 __all__ = [
     "MAX_BYTES",
     "MAX_DENSE_L",
     "MAX_DRAWS",
     "MAX_L",
-    "SizeTooLargeError",
     "as_float_array",
     "check_bool",
     "as_matrix",
@@ -39,12 +40,6 @@ MAX_L = 2**17
 #: The largest number of random draws, trials or samples that one call makes on request: 10**6
 #: (the experiments make at most ceil(Q L) = 65536 per width, the decades budget at most 10**5).
 MAX_DRAWS = 10**6
-
-
-class SizeTooLargeError(ValueError):
-    """A size argument is larger than its documented cap: the call would need more memory (or
-    time) than the package allows for one call. The message names the argument, its value, the
-    largest value allowed and why. A :class:`ValueError`, so ``except ValueError`` catches it."""
 
 
 def check_size(name: str, value, *, cap: int, why: str, low: int = 1) -> int:

@@ -36,7 +36,8 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from .._validate import SizeTooLargeError, as_vector, check_bool, check_int
+from ..errors import SizeTooLargeError
+from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
 from .cluster import check_scheduler, connect, n_workers, run_on_cluster

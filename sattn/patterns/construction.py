@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SizeTooLargeError
 from .._validate import (
     MAX_BYTES,
     MAX_DRAWS,
     MAX_L,
-    SizeTooLargeError,
     as_matrix,
     check_bool,
     check_dense_size,

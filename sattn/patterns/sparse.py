@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sps
 
+from ..errors import SizeTooLargeError
 from .._validate import (
     MAX_BYTES,
     MAX_L,
-    SizeTooLargeError,
     as_matrix,
     check_bool,
     check_dense_size,

@@ -13,7 +13,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validate import SizeTooLargeError, as_float_array, check_bool, check_real, check_size, gib
+from ..errors import SizeTooLargeError
+from .._validate import as_float_array, check_bool, check_real, check_size, gib
 
 __all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
 

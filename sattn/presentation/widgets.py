@@ -21,7 +21,8 @@ import numpy as np
 from IPython.display import HTML, Image, display
 from matplotlib.figure import Figure
 
-from .._validate import SizeTooLargeError, check_size
+from ..errors import SizeTooLargeError
+from .._validate import check_size
 from .plotting import MAX_DPI
 from .plotting import figure_to_png
 

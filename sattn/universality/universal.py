@@ -17,7 +17,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validate import MAX_DRAWS, SizeTooLargeError, as_float_array, check_real, check_rng, check_size
+from ..errors import SizeTooLargeError
+from .._validate import MAX_DRAWS, as_float_array, check_real, check_rng, check_size
 from ..layers import AttentionHead, FeedForward, feed_forward, multihead_attention
 from ..results import Result
 from .memorize import interpolating_ffn

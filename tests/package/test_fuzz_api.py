@@ -95,6 +95,7 @@ EXCLUDED = {
     "ConstructionFailed": "exception class raised by approximate",
     "PatternError": "exception class raised by the require_* validators",
     "ClaimFailed": "exception class raised by check",
+    "SizeTooLargeError": "exception class raised by every size cap; the huge cases below check it",
     "ExperimentError": "exception class raised by the experiment functions",
     # constants: not callable
     "PROFILES": "dict constant (profiles of the experiments), not callable",

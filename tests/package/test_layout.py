@@ -28,6 +28,7 @@ PKG = REPO / "sattn"
 #: never import each other (Part I and Part II are independent, and neither uses the presentation
 #: helpers).
 LAYERS = [
+    {"sattn.errors": []},             # the package's own exception for sizes it will not compute
     {"sattn._version": [], "sattn._validate": [], "sattn.results": []},
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize"],
