@@ -139,13 +139,9 @@ from .patterns.supports import (  # the width x bits bound
     width_bits_lower_bound,
 )
 from .frontier import (  # every construction measured against the bound
-    check_input,
-    estimate_d50,
     fixed_point_bits,
     float_format_bits,
-    grid_scale,
     load_width_bits,
-    reproduce_width_bits,
     round_fixed,
 )
 from .precision import (  # Part III: the constructions in finite precision
@@ -325,12 +321,8 @@ __all__ = [
     "regular_pattern",
     "support_count",
     "width_bits_lower_bound",
-    "check_input",
-    "estimate_d50",
     "fixed_point_bits",
     "float_format_bits",
-    "grid_scale",
     "load_width_bits",
-    "reproduce_width_bits",
     "round_fixed",
 ]

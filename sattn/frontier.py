@@ -25,6 +25,7 @@ not run (the moment curve fails in float64, a size too costly), its row says why
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sps
 
-from ._validate import check_bool, check_int, check_real
+from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.engine import FastEngine
 from .experiments.store import OutputLock, StoreError, TaskStore, _versions, _write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
@@ -115,7 +116,7 @@ def round_fixed(X, bits, scale) -> np.ndarray:
     """
     bits = check_int("bits", bits, low=2, high=53)
     scale = check_real("scale", scale, low=0.0, low_open=True)
-    X = np.asarray(X, dtype=np.float64)
+    X = as_float_array("X", X)
     step = scale / 2.0 ** (bits - 1)
     top = 2 ** (bits - 1)
     return np.clip(np.round(X / step), -top, top - 1) * step
@@ -136,10 +137,12 @@ def check_input(X, d, A, eps1, eps2, *, block_rows: int = 512):
     ----------
     Criteria (6)-(7) (:ref:`ch-approximation`); :ref:`ch-width-bits`.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = as_matrix("X", X)
     d = check_int("d", d, low=1)
-    if X.ndim != 2 or X.shape[1] != 2 * d:
-        raise ValueError(f"X must have shape (L, 2d) = (L, {2 * d}), got {X.shape}")
+    if X.shape[1] != 2 * d:
+        raise ValueError(f"X must have shape (L, 2 d) = (L, {2 * d}) for d = {d}, got {X.shape}")
+    if X.shape[0] < 2:
+        raise ValueError(f"X must have at least 2 rows (tokens), got {X.shape}")
     L = X.shape[0]
     Q, K = X[:, :d], X[:, d:]
     A = sps.csr_array(A) if sps.issparse(A) else A
@@ -171,6 +174,19 @@ def fixed_point_bits(X, d, A, eps1, eps2, *, low: int = 2, high: int = 53):
     monotonically in general: the answer is a ``b`` at which ``X`` passes and ``b - 1`` at which
     it fails).
 
+    Parameters
+    ----------
+    X : array_like, shape (L, 2d)
+        The input ``[Q, K]`` (finite).
+    d : int
+        Width (``X`` has ``2d`` columns).
+    A : array_like or scipy.sparse matrix, shape (L, L)
+        The target.
+    eps1, eps2 : float
+        Tolerances.
+    low, high : int
+        The range searched, ``2 <= low <= high <= 53``.
+
     Returns
     -------
     tuple
@@ -183,6 +199,9 @@ def fixed_point_bits(X, d, A, eps1, eps2, *, low: int = 2, high: int = 53):
     eps1, eps2 = check_tolerances(eps1, eps2)
     low = check_int("low", low, low=2, high=53)
     high = check_int("high", high, low=low, high=53)
+    X = as_matrix("X", X)
+    d = check_int("d", d, low=1)
+    check_input(X, d, A, eps1, eps2)          # validates X, d and A before any search
     R = grid_scale(X)
 
     def ok(b):
@@ -210,6 +229,13 @@ def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
     ``p`` is found by bisection; ``e`` exponent bits cover the binades of ``X`` (a named format
     with fewer exponent bits would flush or overflow some entries).
 
+    Parameters
+    ----------
+    X, d, A, eps1, eps2
+        As in :func:`fixed_point_bits` (``A`` is made dense: small ``L`` only).
+    high : int, default 53
+        Largest significand searched, ``2 <= high <= 53``.
+
     Returns
     -------
     tuple
@@ -220,8 +246,11 @@ def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
     :ref:`ch-finite-precision`; :ref:`ch-width-bits`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    X = np.asarray(X, dtype=np.float64)
-    A = A.toarray() if sps.issparse(A) else np.asarray(A, dtype=np.float64)
+    high = check_int("high", high, low=2, high=53)
+    X = as_matrix("X", X)
+    d = check_int("d", d, low=1)
+    check_input(X, d, A, eps1, eps2)          # validates X, d and A before any search
+    A = A.toarray() if sps.issparse(A) else as_matrix("A", A, square=True)
     W_Q, W_K = fixed_weights(d)
     approx = Approximation(X=X, W_Q=W_Q, W_K=W_K, draws=1, report=None, B=None, d=d, eps1=eps1,
                            eps2=eps2, causal=False, method="given")
@@ -441,11 +470,18 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
 def load_width_bits(data_dir="data"):
     """The frontier CSV as a list of dicts (numbers parsed; empty cells ``None``).
 
+    Parameters
+    ----------
+    data_dir : str or os.PathLike, default "data"
+        Folder holding ``width_bits.csv`` and its manifest.
+
     Raises
     ------
     StoreError
         If the CSV or its manifest is missing.
     """
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
     path = Path(data_dir) / "width_bits.csv"
     if not path.exists() or not (Path(data_dir) / "width_bits_manifest.json").exists():
         raise StoreError(f"{path} or its manifest is missing: run "

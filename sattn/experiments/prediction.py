@@ -594,6 +594,18 @@ def stream_regular_blocks(L, k, gamma, rng, *, block_rows: int = 1 << 16):
     ``sigma(m) = (a m + c) mod L`` with a random ``a`` coprime to ``L``; values are 1 or
     ``gamma`` with probability 1/2. Memory is ``O(block_rows k)`` whatever ``L``.
 
+    Parameters
+    ----------
+    L : int
+        ``2 <= L <= 2**53``.
+    k : int
+        ``1 <= k <= min(64, L)``.
+    gamma : float
+        ``gamma >= 1``.
+    rng : numpy.random.Generator
+    block_rows : int, default 65536
+        Rows per block, ``1 <= block_rows <= 2**24``.
+
     Yields
     ------
     (int, scipy.sparse.csr_array)
@@ -603,11 +615,15 @@ def stream_regular_blocks(L, k, gamma, rng, *, block_rows: int = 1 << 16):
     ----------
     :ref:`ch-width-bits`.
     """
-    k = check_int("k", k, low=1, high=64)
-    L = check_int("L", L, low=max(2, k), high=2 ** 53)
+    L = check_int("L", L, low=2, high=2 ** 53)
+    k = check_int("k", k, low=1, high=min(64, L))
     gamma = check_real("gamma", gamma, low=1.0)
     rng = check_rng("rng", rng)
-    block_rows = check_int("block_rows", block_rows, low=1)
+    block_rows = check_int("block_rows", block_rows, low=1, high=1 << 24)
+    return _stream_regular(L, k, gamma, rng, block_rows)
+
+
+def _stream_regular(L, k, gamma, rng, block_rows):
     while True:
         a = int(rng.integers(1, L)) if L > 2 else 1
         if math.gcd(a, L) == 1:
@@ -653,29 +669,42 @@ def row_types_from_blocks(blocks, L, eps1, eps2) -> RowTypes:
     Eq. (8) of Likhosherstov et al. (2021); :ref:`ch-width-bits`.
     """
     eps1, eps2 = check_tolerances(eps1, eps2)
-    L = check_int("L", L, low=4)
+    L = check_int("L", L, low=4, high=2 ** 53)
     delta = math.log((1.0 + eps1) / eps2)
     hist: dict = {}
     seen, k_max = 0, 0
-    for start, blk in blocks:
-        blk = sps.csr_array(blk)
+    if isinstance(blocks, (str, bytes, dict)) or not hasattr(blocks, "__iter__"):
+        raise TypeError(f"blocks must be an iterable of (first row, CSR block) pairs, got "
+                        f"{type(blocks).__name__}")
+    for item in blocks:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"blocks must yield (first row, CSR block) pairs, got {item!r:.60}")
+        start, blk = item
+        if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+            raise TypeError(f"blocks: a block's first row must be an integer, got {start!r:.40}")
+        if not sps.issparse(blk) or blk.ndim != 2:
+            raise TypeError(f"blocks: each block must be a 2-D scipy.sparse matrix, got "
+                            f"{type(blk).__name__}")
+        blk = sps.csr_array(blk, dtype=np.float64)
+        if not np.all(np.isfinite(blk.data)):
+            raise ValueError("blocks: the target must be finite")
         if blk.shape[1] != L:
-            raise ValueError(f"every block must have L = {L} columns, got shape {blk.shape}")
+            raise ValueError(f"blocks: every block must have L = {L} columns, got shape {blk.shape}")
         if start != seen:
             raise ValueError(f"blocks must cover the rows in order: expected row {seen}, got {start}")
         blk.eliminate_zeros()
         if (blk.data < 0).any():
-            raise ValueError("the target must be nonnegative")
+            raise ValueError("blocks: the target must be nonnegative")
         for i in range(blk.shape[0]):
             v = blk.data[blk.indptr[i]:blk.indptr[i + 1]]
             if v.size == 0:
-                raise ValueError(f"row {start + i} has no nonzero entry")
+                raise ValueError(f"blocks: row {start + i} has no nonzero entry")
             b = tuple(np.round(np.sort(np.log(v / v.min()) + delta)[::-1], 12).tolist())
             hist[b] = hist.get(b, 0) + 1
             k_max = max(k_max, v.size)
         seen += blk.shape[0]
     if seen != L:
-        raise ValueError(f"the blocks cover {seen} rows, expected L = {L}")
+        raise ValueError(f"blocks: they cover {seen} rows, expected L = {L}")
     return RowTypes(L=L, k_max=k_max, eps1=eps1, eps2=eps2, types=tuple(sorted(hist.items())))
 
 
@@ -830,6 +859,17 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
 def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLES, seed=0) -> int:
     """The model's ``d_50``: the smallest width at which one draw passes with probability >= 1/2.
 
+    Parameters
+    ----------
+    A : array_like, scipy.sparse matrix, SparseTarget or RowTypes
+        The target.
+    eps1, eps2 : float
+        Tolerances.
+    low, high : int, optional
+        The bracket, ``k_max <= low <= high <= L - k_max``.
+    n_samples, seed
+        As in :func:`draw_success_probability`.
+
     A bisection on ``[low, high]`` (default ``[k_max, min(L - k_max, 100000)]``) using that
     ``p(d)`` increases with ``d``. ``A`` may be a :class:`RowTypes`, so any ``L`` works.
 
@@ -847,14 +887,18 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLE
     The book's model (module docs); :ref:`ch-width-bits`.
     """
     t = _as_target(A, eps1, eps2)
-    lo = t.k_max if low is None else check_int("low", low, low=t.k_max)
+    n_samples = _check_samples(n_samples)
+    seed = check_int("seed", seed, low=0)
+    if t.L < 4 or t.L < t.k_max + 2:
+        raise ValueError(f"the model needs L >= max(4, k + 2), got L = {t.L}, k = {t.k_max} (A)")
+    lo = t.k_max if low is None else check_int("low", low, low=t.k_max, high=t.L - t.k_max)
     hi = min(t.L - t.k_max, 100000) if high is None else check_int("high", high, low=lo,
                                                                     high=t.L - t.k_max)
 
     def p(d):
         return draw_success_probability(t, t.eps1, t.eps2, d, n_samples=n_samples, seed=seed).p
     if p(hi) < 0.5:
-        raise ValueError(f"p(d) < 1/2 at the top of the bracket, d = {hi}")
+        raise ValueError(f"high: p(d) < 1/2 at the top of the bracket, d = {hi}")
     if p(lo) >= 0.5:
         return lo
     while hi - lo > 1:

@@ -37,7 +37,7 @@ import numpy as np
 from .._validate import check_bool, check_int, check_rng
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
-from .sparse import _finish
+from .sparse import _MAX_DENSE_L, _finish
 
 __all__ = [
     "NestedSupports",
@@ -54,6 +54,8 @@ MAX_COUNT_L = 40
 MAX_CAUSAL_COUNT_L = 4096
 #: Largest ``L`` for :func:`width_bits_lower_bound` (every integer below it is a float64).
 MAX_BOUND_L = 2 ** 53
+#: Largest ``L`` (and ``L * k``) for :func:`regular_pattern`, which holds its ``L k`` nonzeros.
+MAX_PATTERN_L = 2 ** 31
 #: Largest ``k`` for :func:`width_bits_lower_bound` (its sums have ``k`` terms).
 MAX_BOUND_K = 10 ** 6
 #: Relative and absolute slack subtracted from the floating-point value of the bound, far above
@@ -229,9 +231,9 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False):
     Parameters
     ----------
     L : int
-        Length, ``L >= 2``.
+        Length, ``2 <= L <= 2**31`` (dense: at most what numpy can address).
     k : int
-        ``1 <= k <= L``.
+        ``1 <= k <= L``, ``L k <= 2**31``.
     rng : numpy.random.Generator
     normalize : bool, default True
         Rows sum to one (values ``1/k``); else the nonzeros are 1.
@@ -246,8 +248,16 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False):
     ----------
     :ref:`ch-width-bits`.
     """
-    L, k = _check_Lk(L, k, MAX_BOUND_L)
+    L, k = _check_Lk(L, k, MAX_PATTERN_L)
     rng = check_rng("rng", rng)
+    check_bool("normalize", normalize)
+    check_bool("as_csr", as_csr)
+    if not as_csr and L > _MAX_DENSE_L:
+        raise ValueError(f"L = {L} is too large for a dense L x L array (at most {_MAX_DENSE_L}); "
+                         "pass as_csr=True")
+    if L * k > MAX_PATTERN_L:
+        raise ValueError(f"L * k = {L * k} nonzeros is too many to hold (at most {MAX_PATTERN_L}); "
+                         "sattn.stream_regular_blocks streams such a target in row blocks")
     sigma = rng.permutation(L)
     rows = np.repeat(np.arange(L), k)
     cols = sigma[(rows + np.tile(np.arange(k), L)) % L]
@@ -330,6 +340,10 @@ def enumerate_supports(L, k, *, causal: bool = False):
     """
     check_bool("causal", causal)
     L, k = _check_Lk(L, k, 8)
+    return _enumerate(L, k, causal)
+
+
+def _enumerate(L, k, causal):
     choices = [list(itertools.combinations(range(l + 1 if causal else L),
                                            min(k, l + 1) if causal else k)) for l in range(L)]
     counts = [0] * L

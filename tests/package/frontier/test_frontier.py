@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sattn
-from sattn.frontier import FrontierTask, run_frontier_task
+from sattn.frontier import FrontierTask, grid_scale, round_fixed, run_frontier_task
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -20,14 +20,14 @@ def test_round_fixed_has_two_to_the_b_values():
     R = 4.0
     x = np.linspace(-5, 5, 10001)
     for b in (2, 3, 6):
-        v = np.unique(sattn.round_fixed(x, b, R))
+        v = np.unique(round_fixed(x, b, R))
         assert v.size == 2 ** b
         assert v.min() == -R and v.max() == R - R / 2 ** (b - 1)
-    assert sattn.grid_scale([0.3, -3.1]) == 4.0
+    assert grid_scale([0.3, -3.1]) == 4.0
     with pytest.raises(ValueError):
-        sattn.round_fixed(x, 1, R)
+        round_fixed(x, 1, R)
     with pytest.raises(TypeError):
-        sattn.round_fixed(x, 3.0, R)
+        round_fixed(x, 3.0, R)
 
 
 @pytest.mark.parametrize("construction", ["algorithm1", "moment-curve", "optimizer"])
