@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_rng
+from .._validate import check_bool, check_rng
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import _MAX_DENSE_L, _finish

@@ -1,7 +1,6 @@
 """The frontier: fixed-point grid, bits measurements, and the bound against every measured point."""
 
 import math
-import resource
 import subprocess
 import sys
 import textwrap

@@ -45,9 +45,8 @@ def test_bound_is_below_the_exact_count(causal):
     cases = ([(L, k) for L in range(2, 17) for k in range(1, min(L, 3) + 1)] + [(40, 1), (40, 2)]
              if not causal else [(L, k) for L in range(2, 200, 7) for k in range(1, min(L, 4) + 1)])
     for L, k in cases:
-        if True:
-            exact = math.log2(sattn.support_count(L, k, causal=causal)) / L
-            assert sattn.width_bits_lower_bound(L, k, causal=causal) <= exact
+        exact = math.log2(sattn.support_count(L, k, causal=causal)) / L
+        assert sattn.width_bits_lower_bound(L, k, causal=causal) <= exact
 
 
 def test_bound_k1_is_within_a_few_percent_of_log_factorial():
