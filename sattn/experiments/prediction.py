@@ -465,16 +465,11 @@ def row_pass_probability(b, L, d, eps1, eps2, *, n_samples=_DEFAULT_SAMPLES, see
 
 # ----------------------------------------------------------------------------- one target
 def _as_target(A, eps1, eps2) -> SparseTarget:
-    if isinstance(A, RowTypes):
+    if isinstance(A, (SparseTarget, RowTypes)):
         eps1, eps2 = check_tolerances(eps1, eps2)
         if not (math.isclose(A.eps1, eps1) and math.isclose(A.eps2, eps2)):
-            raise ValueError(f"A is a RowTypes built with eps = ({A.eps1}, {A.eps2}), "
-                             f"not the given ({eps1}, {eps2})")
-        return A
-    if isinstance(A, SparseTarget):
-        eps1, eps2 = check_tolerances(eps1, eps2)
-        if not (math.isclose(A.eps1, eps1) and math.isclose(A.eps2, eps2)):
-            raise ValueError(f"A is a SparseTarget prepared with eps = ({A.eps1}, {A.eps2}), "
+            how = "prepared" if isinstance(A, SparseTarget) else "built"
+            raise ValueError(f"A is a {type(A).__name__} {how} with eps = ({A.eps1}, {A.eps2}), "
                              f"not the given ({eps1}, {eps2})")
         return A
     return prepare_target(A, eps1, eps2)
