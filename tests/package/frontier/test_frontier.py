@@ -92,3 +92,37 @@ def test_regular_row_types_law():
     assert abs(mixed / 1e6 - 0.5) < 0.005
     with pytest.raises(ValueError):
         sattn.regular_row_types(3, 1, 1.0, 3.0, 0.9, np.random.default_rng(0))
+
+
+def test_fixed_point_bits_is_a_threshold():
+    A = sattn.regular_pattern(16, 1, np.random.default_rng(0))
+    res = sattn.optimize_logits(A, 3.0, 0.9, 3, rng=np.random.default_rng(1), restarts=2)
+    assert res.ok
+    from sattn.frontier import check_input
+    bits, R = sattn.fixed_point_bits(res.X, 3, A, 3.0, 0.9)
+    assert R == grid_scale(res.X) and 2 <= bits <= 53
+    assert check_input(round_fixed(res.X, bits, R), 3, A, 3.0, 0.9).ok
+    if bits > 2:
+        assert not check_input(round_fixed(res.X, bits - 1, R), 3, A, 3.0, 0.9).ok
+    total, p, e = sattn.float_format_bits(res.X, 3, A, 3.0, 0.9)
+    assert total == 1 + e + (p - 1) and e >= 1
+    with pytest.raises(ValueError, match="d = 2"):
+        sattn.fixed_point_bits(res.X, 2, A, 3.0, 0.9)
+
+
+def test_reproduce_quick_resumes(tmp_path):
+    cmd = [sys.executable, "-m", "sattn", "reproduce", "width-bits", "--profile", "quick",
+           "--out", str(tmp_path), "--no-progress"]
+    env = {"PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+
+    def results():          # every column but the task's timing
+        return [{c: v for c, v in r.items() if c != "seconds"} for r in sattn.load_width_bits(tmp_path)]
+    before = results()
+    (tmp_path / "tasks" / "width_bits" / "optimizer-L128-k1.json").unlink()
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert "1 tasks computed, 8 reused" in second.stdout
+    assert results() == before
+    rows = sattn.load_width_bits(tmp_path)
+    assert {r["construction"] for r in rows} == {"algorithm1", "moment-curve", "optimizer"}
