@@ -854,6 +854,9 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
 def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLES, seed=0) -> int:
     """The model's ``d_50``: the smallest width at which one draw passes with probability >= 1/2.
 
+    A bisection on ``[low, high]`` (default ``[k_max, min(L - k_max, 100000)]``) using that
+    ``p(d)`` increases with ``d``. ``A`` may be a :class:`RowTypes`, so any ``L`` works.
+
     Parameters
     ----------
     A : array_like, scipy.sparse matrix, SparseTarget or RowTypes
@@ -864,9 +867,6 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLE
         The bracket, ``k_max <= low <= high <= L - k_max``.
     n_samples, seed
         As in :func:`draw_success_probability`.
-
-    A bisection on ``[low, high]`` (default ``[k_max, min(L - k_max, 100000)]``) using that
-    ``p(d)`` increases with ``d``. ``A`` may be a :class:`RowTypes`, so any ``L`` works.
 
     Returns
     -------
