@@ -124,6 +124,27 @@ from .experiments.prediction import (  # the book's predictive estimate of d_min
     predict_setup,
     sample_target,
 )
+from .experiments.prediction import (  # the model at any length, from row types (width x bits)
+    RowTypes,
+    predict_d50,
+    regular_row_types,
+    row_types_from_blocks,
+    stream_regular_blocks,
+)
+from .patterns.supports import (  # the width x bits bound
+    NestedSupports,
+    enumerate_supports,
+    nested_supports_example,
+    regular_pattern,
+    support_count,
+    width_bits_lower_bound,
+)
+from .frontier import (  # every construction measured against the bound
+    fixed_point_bits,
+    float_format_bits,
+    load_width_bits,
+    round_fixed,
+)
 from .precision import (  # Part III: the constructions in finite precision
     algorithm1_bits_needed,
     algorithm1_precision,
@@ -291,4 +312,19 @@ __all__ = [
     "approximation_precision",
     "smallest_bits",
     "smallest_format",
+    "RowTypes",
+    "predict_d50",
+    "regular_row_types",
+    "row_types_from_blocks",
+    "stream_regular_blocks",
+    "NestedSupports",
+    "enumerate_supports",
+    "nested_supports_example",
+    "regular_pattern",
+    "support_count",
+    "width_bits_lower_bound",
+    "fixed_point_bits",
+    "float_format_bits",
+    "load_width_bits",
+    "round_fixed",
 ]

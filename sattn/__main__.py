@@ -1,6 +1,6 @@
 """Command line of :mod:`sattn`.
 
-    python -m sattn reproduce fig3|fig4|fig5|decades [--setups ...] [--lengths ...] [--jobs N]
+    python -m sattn reproduce fig3|fig4|fig5|decades|width-bits [--setups ...] [--lengths ...] [--jobs N]
                                              [--scheduler local|tcp://HOST:PORT] [--workers N]
                                              [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
                                              [--budget N (decades)]
@@ -27,10 +27,19 @@ from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
 from .experiments.store import StoreError, filesystem_error
+from .frontier import reproduce_width_bits
 from .presentation import lab
 
 
 def _reproduce(args) -> int:
+    if args.figure == "width-bits":
+        if args.profile not in ("quick", "paper"):
+            raise ExperimentError(f"width-bits has the profiles quick and paper, got {args.profile!r}")
+        man = reproduce_width_bits(profile=args.profile, out=args.out,
+                                   progress=not args.no_progress)
+        print(f"width-bits ({man['profile']}): {len(man['computed'])} tasks computed, "
+              f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
+        return 0
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
                     jobs=args.jobs, out=args.out, progress=not args.no_progress,
                     scheduler=args.scheduler, workers=args.workers, budget=args.budget)
@@ -70,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4, 5 or of the decades "
                                          "experiment (resumable)")
-    r.add_argument("figure", help="fig3, fig4, fig5 or decades")
+    r.add_argument("figure", help="fig3, fig4, fig5, decades or width-bits")
     r.add_argument("--setups", nargs="+", default=None, help="setup names (see `setups`)")
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")

@@ -57,6 +57,7 @@ import ipywidgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import scipy.sparse as sps  # noqa: E402
 from hypothesis import HealthCheck, Phase, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -106,6 +107,10 @@ EXCLUDED = {
     "FormatOverflow": "exception class raised by round_model (a weight that does not fit a format)",
     "FORMATS": "tuple constant (the named formats), not callable",
     "MODES": "tuple constant (the two modes), not callable",
+    # the width x bits bound (sattn.patterns.supports, sattn.frontier, the model's row types)
+    "NestedSupports": "result class returned by nested_supports_example",
+    "RowTypes": "model input record (a row-type histogram) returned by regular_row_types and "
+                "row_types_from_blocks",
 }
 
 
@@ -813,6 +818,63 @@ spec("approximation_precision", lambda: dict(model=_TWO, f=np.square, U=_U, fmt=
 spec("smallest_bits", lambda: dict(check=lambda p: p >= 10, low=2, high=20),
      check=_CHECK, low=integer(low=2, high=53), high=integer(low=2, high=53))
 spec("smallest_format", lambda: dict(check=lambda f: f != "float16"), check=_CHECK)
+
+
+# ---- the width x bits bound (sattn.patterns.supports, sattn.frontier, row types of the model)
+spec("support_count", lambda: dict(L=5, k=2, causal=False),
+     L=integer("size", low=2, huge=10**18), k=integer(low=1, high=5), causal=boolean())
+spec("width_bits_lower_bound", lambda: dict(L=64, k=2, causal=False),
+     L=integer("size", low=2, huge=10**18), k=integer(low=1, high=64), causal=boolean())
+spec("enumerate_supports", lambda: dict(L=4, k=1, causal=False),
+     L=integer("size", low=2, high=8), k=integer(low=1, high=4), causal=boolean())
+spec("regular_pattern", lambda: dict(L=6, k=2, rng=_rng(), normalize=True, as_csr=False),
+     L=integer("size", low=2, huge=10**12), k=integer(low=1, high=6), rng=rng(), **_OUT)
+spec("nested_supports_example", lambda: dict(eps1=3.0, eps2=0.9), **_EPS)
+_RT = dict(eps1=real("positive real", low=0.0, low_open=True),
+           eps2=real("probability", low=0.0, high=1.0, low_open=True, high_open=True))
+spec("regular_row_types", lambda: dict(L=10**9, k=2, gamma=2.0, eps1=1.0, eps2=0.5, rng=_rng()),
+     L=integer("size", low=4, high=2**53), k=integer(low=1, high=64), gamma=real(low=1.0),
+     **_RT, rng=rng())
+spec("stream_regular_blocks", lambda: dict(L=8, k=2, gamma=2.0, rng=_rng(), block_rows=4),
+     L=integer("size", low=2, high=2**53), k=integer(low=1, high=8), gamma=real(low=1.0),
+     rng=rng(), block_rows=integer(low=1, high=1 << 24))
+
+
+def _blocks():
+    return list(sattn.stream_regular_blocks(8, 2, 2.0, np.random.default_rng(0), block_rows=4))
+
+
+_BLOCKS_BAD = custom("blocks", ["abc", 5, None, {"a": 1}, [5], [(0,)], [("a", np.eye(8))],
+                                [(0, np.eye(8))], [(True, None)], [],
+                                [(0, sps.csr_array(np.eye(4)))],
+                                [(1, sps.csr_array(np.eye(8)))],
+                                [(0, sps.csr_array(-np.eye(8)))],
+                                [(0, sps.csr_array(np.zeros((8, 8))))]])
+spec("row_types_from_blocks", lambda: dict(blocks=_blocks(), L=8, eps1=1.0, eps2=0.5),
+     blocks=_BLOCKS_BAD, L=integer("size", low=4, high=2**53), **_RT)
+spec("predict_d50", lambda: dict(A=_P16(), eps1=7.0, eps2=0.9, low=None, high=None, n_samples=256,
+                                 seed=0),
+     A=matrix("target pattern", **TARGET), **_EPS, low=integer(low=2, high=14, none_ok=True),
+     high=integer(low=2, high=14, none_ok=True), n_samples=_SAMPLES, seed=integer(low=0))
+
+
+def _XB():
+    B = sattn.logit_target(_A4(), 1.0, 0.5)
+    return np.hstack([B, np.eye(4)])          # d = L = 4: the logits are B itself
+
+
+_XB_BAD = matrix(shapes=[(4, 6), (1, 8)], like=np.zeros((4, 8)))
+spec("fixed_point_bits", lambda: dict(X=_XB(), d=4, A=_A4(), eps1=1.0, eps2=0.5, low=2, high=53),
+     X=_XB_BAD, d=integer(low=1, high=4), A=matrix("target pattern", **TARGET), **_EPS,
+     low=integer(low=2, high=53), high=integer(low=2, high=53))
+spec("float_format_bits", lambda: dict(X=_XB(), d=4, A=_A4(), eps1=1.0, eps2=0.5, high=53),
+     X=_XB_BAD, d=integer(low=1, high=4), A=matrix("target pattern", **TARGET), **_EPS,
+     high=integer(low=2, high=53))
+spec("round_fixed", lambda: dict(X=np.array([0.3, -1.2, 0.0]), bits=6, scale=2.0),
+     X=custom("array", _types() + [np.array([1 + 1j]), np.full(3, "a"), [[1.0, 2.0], [3.0]],
+                                   np.array([np.nan]), np.array([np.inf])]),
+     bits=integer(low=2, high=53), scale=real(low=0.0, low_open=True))
+spec("load_width_bits", lambda: dict(data_dir=os.path.join(ROOT, "data")), data_dir=path())
 
 
 # =============================================================================== classifying a call

@@ -31,12 +31,13 @@ LAYERS = [
     {"sattn.errors": []},             # the package's own exception for sizes it will not compute
     {"sattn._version": [], "sattn._validate": [], "sattn.results": []},
     {"sattn.attention": [], "sattn.layers": []},
-    {"sattn.patterns": ["sparse", "criteria", "construction", "optimize"],
+    {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets", "lab"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
                            "laws", "bench", "prediction"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments
+    {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
 ]

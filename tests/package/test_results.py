@@ -57,7 +57,7 @@ RESULT_CLASSES = {
     "SeparationReport", "ContextualReport", "HardmaxReport", "ProjectionReport",
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
-    "Comparison", "LawJudgement",
+    "Comparison", "LawJudgement", "NestedSupports",
 }
 
 
@@ -114,6 +114,8 @@ def _instances():
         prediction.compare_measured([{"setup": "k1-g1-e3-0.9", "L": 64, "n_draws": 7,
                                       "grid_start": 4, "grid_stop": 60, "grid_step": 4,
                                       "d_min": 16}], n_samples=256),
+        sattn.nested_supports_example(3.0, 0.9),
+        sattn.nested_supports_example(0.05, 0.9),
         sattn.judge_laws(np.repeat([64.0, 128.0, 256.0, 8192.0], 2),
                          np.repeat([10.0, 12.0, 14.0, 26.0], 2) * np.tile([0.98, 1.02], 4),
                          fit_max=256),

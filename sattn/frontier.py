@@ -1,0 +1,505 @@
+"""The width x bits frontier: every construction of the book measured against the bound.
+
+For a target with exactly ``k`` equal nonzeros per row and column (:func:`sattn.regular_pattern`)
+each construction gives an input ``X`` (``L x d_hid``, ``d_hid = 2d`` for the fixed weights
+``W_Q = [I; 0]``, ``W_K = [0; I]``). This module measures the fewest bits ``b`` per entry with
+which ``X`` still meets criteria (6)-(7), in two formats:
+
+* ``"fixed"``: ``X`` alone is rounded to a two's-complement fixed-point grid of ``b`` bits (sign
+  included) on ``[-R, R)``, ``R`` the smallest power of two ``>= max |X|`` (one grid per
+  construction and length), the weights stay exact and the logits are computed in float64;
+* ``"float"``: the whole forward pass runs in a float format with a ``p``-bit significand
+  (:func:`sattn.attention_matrix_in`, as in :ref:`ch-finite-precision`); ``b = 1 + e + (p - 1)``
+  counts the sign, ``e`` exponent bits (enough for every binade of the rounded ``X`` plus a code
+  for zero) and the stored ``p - 1`` significand bits.
+
+The constructions: Algorithm 1 (SVD-free form) at ``d_50``, the width where half the draws pass
+(estimated by a seeded bisection on the fast engine's acceptance rate); the moment curve
+(``d = 2k + 1``); the optimizer of :ref:`ch-beyond` at the smallest width it reaches. Where one does
+not run (the moment curve fails in float64, a size too costly), its row says why.
+
+``python -m sattn reproduce width-bits`` computes the frontier through the resumable store
+(:func:`reproduce_width_bits`). The book explains all of this in :ref:`ch-width-bits`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sps
+
+from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
+from .experiments.engine import FastEngine
+from .experiments.store import OutputLock, StoreError, TaskStore, _versions, _write_csv, write_manifest
+from .experiments.target import draw_generator, prepare_target
+from .patterns.construction import Approximation, fixed_weights
+from .patterns.criteria import check_rows, check_tolerances, merge_reports
+from .patterns.optimize import moment_curve_logits, optimize_logits
+from .patterns.supports import regular_pattern, width_bits_lower_bound
+from .precision import algorithm1_precision
+
+__all__ = [
+    "CONSTRUCTIONS",
+    "FRONTIER_COLUMNS",
+    "acceptance_rate",
+    "check_input",
+    "estimate_d50",
+    "fixed_point_bits",
+    "float_format_bits",
+    "grid_scale",
+    "load_width_bits",
+    "reproduce_width_bits",
+    "round_fixed",
+]
+
+#: The constructions of the frontier, in the order of the CSV.
+CONSTRUCTIONS = ("algorithm1", "moment-curve", "optimizer")
+#: Columns of ``width_bits.csv``.
+FRONTIER_COLUMNS = ("construction", "L", "k", "d", "d_hid", "format", "bits", "exponent_bits",
+                    "bound", "ratio", "seconds", "reason")
+#: The tolerances of the frontier (the loosest setup of the experiments, k1-g1-e3-0.9).
+EPS1, EPS2 = 3.0, 0.9
+ROOT_SEED = 20260
+#: Profiles: lengths per construction (larger lengths get a row with the reason).
+PROFILES = {
+    "quick": {"lengths": (64, 128, 256), "k": (1,),
+              "limits": {"algorithm1": 256, "moment-curve": 256, "optimizer": 128, "float": 256}},
+    "paper": {"lengths": tuple(2 ** p for p in range(6, 16)), "k": (1,),
+              "limits": {"algorithm1": 16384, "moment-curve": 4096, "optimizer": 2048,
+                         "float": 2048}},
+}
+_REASONS = {
+    "algorithm1": "not run: each check costs O(L^2 d) float64 operations (about 1e11 at "
+                  "L = 32768) and the bisections need about ten; beyond the profile's budget",
+    "moment-curve": "not run: beyond the profile's limit (its fixed-point input already fails at "
+                    "smaller L)",
+    "optimizer": "not run: L-BFGS over all L^2 constraints is beyond the profile's budget",
+    "float": "not run: the forward pass in a format forms dense L x L arrays",
+}
+
+
+# ----------------------------------------------------------------------------- formats
+def grid_scale(X) -> float:
+    """``R``: the smallest power of two ``>= max |X|`` (the range ``[-R, R)`` of the grid)."""
+    X = np.asarray(X, dtype=np.float64)
+    m = float(np.abs(X).max()) if X.size else 0.0
+    if not math.isfinite(m):
+        raise ValueError("X must be finite to put it on a fixed-point grid")
+    return 1.0 if m == 0 else 2.0 ** math.ceil(math.log2(m))
+
+
+def round_fixed(X, bits, scale) -> np.ndarray:
+    """``X`` on the ``bits``-bit two's-complement grid of step ``scale / 2**(bits - 1)``.
+
+    Parameters
+    ----------
+    X : array_like
+        Finite reals.
+    bits : int
+        ``2 <= bits <= 53`` (sign included): ``2**bits`` values ``i * step``,
+        ``-2**(bits-1) <= i < 2**(bits-1)``.
+    scale : float
+        ``R > 0``; values beyond ``[-R, R - step]`` are clipped.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    References
+    ----------
+    :ref:`ch-width-bits`.
+    """
+    bits = check_int("bits", bits, low=2, high=53)
+    scale = check_real("scale", scale, low=0.0, low_open=True)
+    X = as_float_array("X", X)
+    step = scale / 2.0 ** (bits - 1)
+    top = 2 ** (bits - 1)
+    return np.clip(np.round(X / step), -top, top - 1) * step
+
+
+# ----------------------------------------------------------------------------- checks
+def check_input(X, d, A, eps1, eps2, *, block_rows: int = 512):
+    """Criteria (6)-(7) for the input ``X = [Q, K]`` (logits ``Q K^T``) in row blocks.
+
+    No ``L x L`` array is formed: block ``i`` of the logits is ``Q[rows] K^T``. ``A`` may be a
+    scipy.sparse matrix.
+
+    Returns
+    -------
+    ApproximationReport
+
+    References
+    ----------
+    Criteria (6)-(7) (:ref:`ch-approximation`); :ref:`ch-width-bits`.
+    """
+    X = as_matrix("X", X)
+    d = check_int("d", d, low=1)
+    if X.shape[1] != 2 * d:
+        raise ValueError(f"X must have shape (L, 2 d) = (L, {2 * d}) for d = {d}, got {X.shape}")
+    if X.shape[0] < 2:
+        raise ValueError(f"X must have at least 2 rows (tokens), got {X.shape}")
+    L = X.shape[0]
+    Q, K = X[:, :d], X[:, d:]
+    A = sps.csr_array(A) if sps.issparse(A) else A
+    reps = []
+    for s in range(0, L, block_rows):
+        rows = np.arange(s, min(s + block_rows, L))
+        reps.append(check_rows(Q[rows] @ K.T, rows, A, eps1, eps2))
+    return merge_reports(reps)
+
+
+def _bisect_bits(ok, low, high):
+    """Smallest ``b`` in ``[low, high]`` with ``ok(b)`` by bisection (``ok(high)`` must hold);
+    returns ``(b, checks)``; ``ok(b - 1)`` is false unless ``b = low``."""
+    lo, hi, n = low - 1, high, 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        n += 1
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, n
+
+
+def fixed_point_bits(X, d, A, eps1, eps2, *, low: int = 2, high: int = 53):
+    """Fewest fixed-point bits of ``X`` (weights exact) with which (6)-(7) still hold.
+
+    Bisection over ``b`` (the criteria's margins shrink as the grid coarsens, but not
+    monotonically in general: the answer is a ``b`` at which ``X`` passes and ``b - 1`` at which
+    it fails).
+
+    Parameters
+    ----------
+    X : array_like, shape (L, 2d)
+        The input ``[Q, K]`` (finite).
+    d : int
+        Width (``X`` has ``2d`` columns).
+    A : array_like or scipy.sparse matrix, shape (L, L)
+        The target.
+    eps1, eps2 : float
+        Tolerances.
+    low, high : int
+        The range searched, ``2 <= low <= high <= 53``.
+
+    Returns
+    -------
+    tuple
+        ``(bits, scale)``, or ``(None, scale)`` when even ``high`` bits fail.
+
+    References
+    ----------
+    :ref:`ch-width-bits`.
+    """
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    low = check_int("low", low, low=2, high=53)
+    high = check_int("high", high, low=low, high=53)
+    X = as_matrix("X", X)
+    d = check_int("d", d, low=1)
+    check_input(X, d, A, eps1, eps2)          # validates X, d and A before any search
+    R = grid_scale(X)
+
+    def ok(b):
+        return check_input(round_fixed(X, b, R), d, A, eps1, eps2).ok
+    if not ok(high):
+        return None, R
+    return _bisect_bits(ok, low, high)[0], R
+
+
+def _exponent_bits(X, p):
+    """Exponent bits for the binades of ``X`` rounded to ``p`` bits, plus a code for zero."""
+    x = np.abs(np.asarray(X, dtype=np.float64))
+    x = x[x > 0]
+    if x.size == 0:
+        return 1
+    _, e = np.frexp(x)
+    span = int(e.max() - e.min()) + 2            # binades, one more for a rounding carry, zero
+    return max(1, math.ceil(math.log2(span + 1)))
+
+
+def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
+    """Fewest bits ``1 + e + (p - 1)`` of a float format in which the whole pass meets (6)-(7).
+
+    The forward pass runs with a ``p``-bit significand (:func:`sattn.attention_matrix_in`);
+    ``p`` is found by bisection; ``e`` exponent bits cover the binades of ``X`` (a named format
+    with fewer exponent bits would flush or overflow some entries).
+
+    Parameters
+    ----------
+    X, d, A, eps1, eps2
+        As in :func:`fixed_point_bits` (``A`` is made dense: small ``L`` only).
+    high : int, default 53
+        Largest significand searched, ``2 <= high <= 53``.
+
+    Returns
+    -------
+    tuple
+        ``(bits, p, e)``, or ``(None, None, None)`` if ``p = high`` fails.
+
+    References
+    ----------
+    :ref:`ch-finite-precision`; :ref:`ch-width-bits`.
+    """
+    eps1, eps2 = check_tolerances(eps1, eps2)
+    high = check_int("high", high, low=2, high=53)
+    X = as_matrix("X", X)
+    d = check_int("d", d, low=1)
+    check_input(X, d, A, eps1, eps2)          # validates X, d and A before any search
+    A = A.toarray() if sps.issparse(A) else as_matrix("A", A, square=True)
+    W_Q, W_K = fixed_weights(d)
+    approx = Approximation(X=X, W_Q=W_Q, W_K=W_K, draws=1, report=None, B=None, d=d, eps1=eps1,
+                           eps2=eps2, causal=False, method="given")
+
+    def ok(p):
+        return algorithm1_precision(approx, A, p, mode="forward").ok
+    if not ok(high):
+        return None, None, None
+    p = _bisect_bits(ok, 2, high)[0]
+    e = _exponent_bits(X, p)
+    return 1 + e + (p - 1), p, e
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+def acceptance_rate(engine: FastEngine, d, n_draws, key) -> float:
+    """Fraction of ``n_draws`` seeded draws of Algorithm 1 at width ``d`` that pass (6)-(7)."""
+    n_draws = check_int("n_draws", n_draws, low=1)
+    ok = sum(engine.draw(d, draw_generator(ROOT_SEED, tuple(key) + (d, i))).ok
+             for i in range(n_draws))
+    return ok / n_draws
+
+
+def estimate_d50(engine: FastEngine, key, *, n_draws: int = 8, low: int = 2, high=None):
+    """``d_50``: the smallest width whose acceptance rate (``n_draws`` draws) is at least 1/2.
+
+    A bisection on ``[low, high]`` (default ``high = L // 2``), assuming the rate increases with
+    ``d``; returns ``(d_50, {d: rate})``.
+
+    References
+    ----------
+    :ref:`ch-width-bits`; the fast engine of :ref:`ch-experiments`.
+    """
+    L = engine.L
+    high = L // 2 if high is None else check_int("high", high, low=low, high=L)
+    rates = {}
+
+    def ok(d):
+        rates[d] = acceptance_rate(engine, d, n_draws, key)
+        return rates[d] >= 0.5
+    if not ok(high):
+        raise ValueError(f"no width up to {high} passes half of {n_draws} draws at L = {L}")
+    d, _ = _bisect_bits(ok, low, high)
+    return d, rates
+
+
+def _algorithm1_input(A, eps1, eps2, d, key, max_draws=64):
+    """An accepted draw of Algorithm 1 at width ``d``, SVD-free form: ``X = sqrt(L/d) [B Y, Y]``
+    with ``Y`` the orthonormal factor of the engine's Gaussian draw (so ``Q K^T = (L/d) B Y Y^T``)."""
+    t = prepare_target(A, eps1, eps2)
+    L = t.L
+    rows = np.repeat(np.arange(L), t.k_max)
+    B = sps.csr_array((t.bvals.ravel(), (rows, t.cols.ravel())), shape=(L, L))
+    eng = FastEngine(A, eps1, eps2)
+    for i in range(max_draws):
+        out = eng.draw(d, draw_generator(ROOT_SEED, tuple(key) + (d, 10 ** 6 + i)), complete=True)
+        if not out.ok:
+            continue
+        Y = np.linalg.qr(out.Z)[0]
+        s = math.sqrt(L / d)
+        X = np.hstack([s * (B @ Y), s * Y])
+        if check_input(X, d, A, eps1, eps2).ok:
+            return X, i + 1
+    raise RuntimeError(f"no accepted draw of Algorithm 1 at d = {d}, L = {L} in {max_draws} tries")
+
+
+# ----------------------------------------------------------------------------- one task
+@dataclass(frozen=True)
+class FrontierTask:
+    """One (construction, L, k) of the frontier: the store's unit of work."""
+
+    construction: str
+    L: int
+    k: int
+    profile: str
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.construction}-L{self.L}-k{self.k}"
+
+    def params(self) -> dict:
+        return {"construction": self.construction, "L": self.L, "k": self.k, "eps1": EPS1,
+                "eps2": EPS2, "root_seed": ROOT_SEED, "limits": PROFILES[self.profile]["limits"]}
+
+
+def _row(task, d, fmt, bits, e, bound, seconds, reason):
+    d_hid = None if d is None else 2 * d
+    ratio = None if bits is None else round(d_hid * bits / bound, 4)
+    return [task.construction, task.L, task.k, d, d_hid, fmt, bits, e, round(bound, 6), ratio,
+            round(seconds, 2), reason.replace(",", ";")]
+
+
+def run_frontier_task(task: FrontierTask) -> dict:
+    """Build the construction's input for ``task`` and measure its bits in both formats."""
+    t0 = time.perf_counter()
+    lim = PROFILES[task.profile]["limits"]
+    L, k = task.L, task.k
+    bound = width_bits_lower_bound(L, k)
+    key = (CONSTRUCTIONS.index(task.construction), L, k)
+    if L > lim[task.construction]:
+        return {"params": task.params(), "rows": [
+            _row(task, None, f, None, None, bound, 0.0, _REASONS[task.construction])
+            for f in ("fixed", "float")], "extra": {}}
+    A = regular_pattern(L, k, draw_generator(ROOT_SEED, (L, k)), as_csr=True)
+    extra: dict = {}
+    if task.construction == "algorithm1":
+        eng = FastEngine(A, EPS1, EPS2)
+        d, rates = estimate_d50(eng, key, high=min(L // 2, 400))
+        extra["rates"] = {str(w): r for w, r in sorted(rates.items())}
+        X, extra["draws"] = _algorithm1_input(A, EPS1, EPS2, d, key)
+    else:
+        Ad = A.toarray()
+        if task.construction == "moment-curve":
+            try:
+                res = moment_curve_logits(Ad, EPS1, EPS2)
+            except FloatingPointError as exc:
+                reason = f"fails in float64: {exc}"
+                return {"params": task.params(), "rows": [
+                    _row(task, 2 * k + 1, f, None, None, bound, time.perf_counter() - t0, reason)
+                    for f in ("fixed", "float")], "extra": {}}
+        else:
+            res = None
+            for dd in range(1, 2 * k + 2):
+                res = optimize_logits(Ad, EPS1, EPS2, dd, rng=draw_generator(ROOT_SEED, key + (dd,)),
+                                      restarts=2)
+                if res.ok:
+                    break
+        d, X = res.d, res.X
+        if not res.ok:
+            r = res.report
+            reason = (f"fails (6)-(7) in float64 at d = {d}: margins {r.margin6:.3g} (6), "
+                      f"{r.margin7:.3g} (7)")
+            return {"params": task.params(), "rows": [
+                _row(task, d, f, None, None, bound, time.perf_counter() - t0, reason)
+                for f in ("fixed", "float")], "extra": {}}
+    extra["max_abs_X"] = float(np.abs(X).max())
+    t1 = time.perf_counter()
+    bits, R = fixed_point_bits(X, d, A, EPS1, EPS2)
+    extra["scale"] = R
+    rows = [_row(task, d, "fixed", bits, None, bound, time.perf_counter() - t1,
+                 "" if bits is not None else "fails with 53 fixed-point bits")]
+    t2 = time.perf_counter()
+    if L > lim["float"]:
+        rows.append(_row(task, d, "float", None, None, bound, 0.0, _REASONS["float"]))
+    else:
+        fb, p, e = float_format_bits(X, d, A, EPS1, EPS2)
+        extra["significand_bits"] = p
+        rows.append(_row(task, d, "float", fb, e, bound, time.perf_counter() - t2,
+                         "" if fb is not None else "fails with a 53-bit significand"))
+    return {"params": task.params(), "rows": rows, "extra": extra,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def frontier_tasks(profile: str = "quick") -> list:
+    """The tasks of a profile (``"quick"`` or ``"paper"``), cheapest first."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    prof = PROFILES[profile]
+    return [FrontierTask(c, L, k, profile) for k in prof["k"] for L in prof["lengths"]
+            for c in CONSTRUCTIONS]
+
+
+def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = True) -> dict:
+    """Compute (or resume) ``<out>/width_bits.csv`` and its manifest.
+
+    Parameters
+    ----------
+    profile : {"quick", "paper"}
+        ``"paper"``: L = 64 ... 32768 (data/); ``"quick"``: L = 64, 128, 256 (data/quick/).
+    out : path, optional
+        Output folder (default ``data`` or ``data/quick``).
+    progress : bool, default True
+        Print one line per finished task.
+
+    Returns
+    -------
+    dict
+        The manifest written.
+
+    References
+    ----------
+    :ref:`ch-width-bits`.
+    """
+    check_bool("progress", progress)
+    tasks = frontier_tasks(profile)
+    out = Path(out) if out is not None else Path("data" if profile == "paper" else "data/quick")
+    t0 = time.perf_counter()
+    computed, reused, task_seconds, rows = [], [], 0.0, []
+    with OutputLock(out) as lock:
+        store = TaskStore(out / "tasks" / "width_bits")
+        store.root.mkdir(parents=True, exist_ok=True)
+        store.clean_temporaries(lock)
+        for task in tasks:
+            payload = store.load(task)
+            if payload is None:
+                payload = run_frontier_task(task)
+                store.save(task, payload, lock=lock)
+                computed.append(task.task_id)
+            else:
+                reused.append(task.task_id)
+            task_seconds += float(payload.get("seconds", 0.0))
+            rows.extend(payload["rows"])
+            if progress:
+                print(f"{task.task_id}: {payload['rows'][0][6]} / {payload['rows'][1][6]} bits",
+                      flush=True)
+        _write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
+                   [["" if v is None else v for v in r] for r in rows])
+        man = {"figure": "width-bits", "profile": profile,
+               "command": f"python -m sattn reproduce width-bits --profile {profile}",
+               "computed": computed, "reused": reused,
+               "wall_seconds_this_run": round(time.perf_counter() - t0, 1),
+               "task_seconds": round(task_seconds, 1), "eps1": EPS1, "eps2": EPS2,
+               "root_seed": ROOT_SEED, "columns": list(FRONTIER_COLUMNS),
+               "versions": _versions()}
+        return write_manifest(out / "width_bits_manifest.json", man)
+
+
+def load_width_bits(data_dir="data"):
+    """The frontier CSV as a list of dicts (numbers parsed; empty cells ``None``).
+
+    Parameters
+    ----------
+    data_dir : str or os.PathLike, default "data"
+        Folder holding ``width_bits.csv`` and its manifest.
+
+    Raises
+    ------
+    StoreError
+        If the CSV or its manifest is missing.
+    """
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
+    path = Path(data_dir) / "width_bits.csv"
+    if not path.exists() or not (Path(data_dir) / "width_bits_manifest.json").exists():
+        raise StoreError(f"{path} or its manifest is missing: run "
+                         "python -m sattn reproduce width-bits --profile paper")
+    lines = path.read_text().strip().splitlines()
+    cols = lines[0].split(",")
+    out = []
+    for line in lines[1:]:
+        vals = line.split(",", len(cols) - 1)
+        rec = {}
+        for c, v in zip(cols, vals):
+            if v == "":
+                rec[c] = None
+            elif c in ("L", "k", "d", "d_hid", "bits", "exponent_bits"):
+                rec[c] = int(v)
+            elif c in ("bound", "ratio", "seconds"):
+                rec[c] = float(v)
+            else:
+                rec[c] = v
+        out.append(rec)
+    return out
