@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_bool, check_rng
+from .._validate import MAX_DENSE_L, check_bool, check_rng
+from ..errors import SizeTooLargeError
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
-from .sparse import _MAX_DENSE_L, _finish
+from .sparse import _finish
 
 __all__ = [
     "NestedSupports",
@@ -72,7 +73,7 @@ def _check_Lk(L, k, high):
     if L < 2:
         raise ValueError(f"L must be at least 2 (a support needs a choice of columns), got L = {L}")
     if L > high:
-        raise ValueError(f"L = {L} is too large for this computation: at most {high} (use "
+        raise SizeTooLargeError(f"L = {L} is too large for this computation: at most {high} (use "
                          "width_bits_lower_bound for large L)" if high < MAX_BOUND_L else
                          f"L = {L} is too large: at most 2**53 = {high}, where every length "
                          "is still exact in float64")
@@ -252,11 +253,11 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False):
     rng = check_rng("rng", rng)
     check_bool("normalize", normalize)
     check_bool("as_csr", as_csr)
-    if not as_csr and L > _MAX_DENSE_L:
-        raise ValueError(f"L = {L} is too large for a dense L x L array (at most {_MAX_DENSE_L}); "
-                         "pass as_csr=True")
+    if not as_csr and L > MAX_DENSE_L:
+        raise SizeTooLargeError(f"L = {L} is too large for a dense L x L float64 array (at most "
+                                f"{MAX_DENSE_L}, 4 GiB); pass as_csr=True")
     if L * k > MAX_PATTERN_L:
-        raise ValueError(f"L * k = {L * k} nonzeros is too many to hold (at most {MAX_PATTERN_L}); "
+        raise SizeTooLargeError(f"L * k = {L * k} nonzeros is too many to hold (at most {MAX_PATTERN_L}); "
                          "sattn.stream_regular_blocks streams such a target in row blocks")
     sigma = rng.permutation(L)
     rows = np.repeat(np.arange(L), k)

@@ -1095,6 +1095,9 @@ def test_fuzz_the_public_api():
 #: (``integer(high=...)``) are capped there; the others are listed here or in NO_CAP.
 _B9, _B12, _B400 = 10**9, 10**12, 10**400
 HUGE = {
+    ("support_count", "L"): 10**9,
+    ("regular_pattern", "L"): 10**12,
+    ("width_bits_lower_bound", "L"): 10**400,
     **{("FastEngine", p): _B9 for p in ("batch", "candidates", "first_block", "max_block")},
     ("approximate", "max_draws"): _B12,
     **{(f, "L"): _B9 for f in ("band_pattern", "block_pattern", "strided_pattern", "sample_sparse",
@@ -1130,6 +1133,7 @@ HUGE = {
 #: Integer parameters without a cap, and why none is needed (no array, loop or precision grows
 #: with them, or they are clipped).
 NO_CAP = {
+    ("predict_d50", "seed"): "a seed of the random stream, not a size",
     ("adaptive_lambda", "n"): "a number in a closed formula (ln n)",
     ("theorem1_bound", "L"): "a number in a closed formula (ln L)",
     ("theorem1_constants", "L"): "a number in a closed formula (ln L)",
