@@ -40,16 +40,22 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtr, ndtri
-from scipy.stats import chi2, f as f_dist
+from joblib import Parallel, delayed
+from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.stats import chi2
+from scipy.stats import f as f_dist
+from tqdm.auto import tqdm
 
 from .._validate import check_bool, check_int, check_real, check_rng
 from ..results import Result
 from .engine import ENGINE_VERSION, FastEngine
+from .prediction import draw_success_probability
+from .protocol import _machine, _one_blas_thread, load_figure
 from .setups import (
     DECADES_PAPER,
     ROOT_SEED,
@@ -72,7 +78,7 @@ from .store import (
     read_manifest,
     write_manifest,
 )
-from .target import draw_generator
+from .target import draw_generator, prepare_target
 
 __all__ = [
     "ACCEPTANCE_PROFILES",
@@ -87,10 +93,12 @@ __all__ = [
     "QUANTILES",
     "WINDOWS",
     "acceptance_tasks",
+    "analyse_setting",
     "boxcox_profile",
     "calibrate",
     "compare_model",
     "curve_quantiles",
+    "curves_by_setting",
     "curves_noise_model",
     "decades_noise_model",
     "SIGMA_REL_PRIOR",
@@ -99,9 +107,12 @@ __all__ = [
     "extend_widths",
     "fit_laws",
     "load_acceptance",
+    "measure_curve",
     "pooled_series",
     "probit_fit",
     "reproduce_acceptance",
+    "synthetic_laws",
+    "count_accepted",
     "run_acceptance_task",
     "wilson_interval",
     "window_table",
@@ -346,7 +357,6 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
     if not isinstance(task, AcceptanceTask):
         raise TypeError(f"task must be an AcceptanceTask (from acceptance_tasks), got "
                         f"{type(task).__name__}")
-    from .protocol import _one_blas_thread
     t0 = time.perf_counter()
     rows = {}
     with _one_blas_thread():
@@ -401,10 +411,6 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     StoreError
         Corrupted stored results or manifest; another run holds the folder's lock.
     """
-    from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
-
-    from .protocol import _machine
 
     cfg = _profile(profile)
     check_bool("progress", progress)
@@ -605,7 +611,6 @@ def probit_fit(d, n, s, *, iters=60):
 
 
 def _log_ndtr(x):
-    from scipy.special import log_ndtr
     return log_ndtr(x)
 
 
@@ -658,7 +663,6 @@ def curve_quantiles(d, n, s, *, quantiles=QUANTILES, n_boot=N_BOOT, rng=None):
 
 @contextlib.contextmanager
 def warnings_off():
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
@@ -1011,7 +1015,6 @@ def decades_noise_model(data_dir="data", *, sigma_rel=SIGMA_REL_PRIOR) -> dict:
     width moved to the median of the curve, ``m / (1 + sigma_rel Phi^-1(0.04))`` (the
     first-success width sits near p = 4% with 16 draws per width).
     """
-    from .protocol import load_figure
     sigma_rel = check_real("sigma_rel", sigma_rel, low=0.0, high=1.0, low_open=True)
     rows = load_figure("decades", data_dir)
     by = {}
@@ -1172,8 +1175,6 @@ def compare_model(rows, *, n_samples=2 ** 14, seed=0) -> list[dict]:
     independent), the measured share and its 95% Wilson interval, and ``over`` / ``under``:
     the prediction lies above / below the interval.
     """
-    from .prediction import draw_success_probability
-    from .target import prepare_target
     out, targets = [], {}
     for r in rows:
         key = (r["setup"], r["L"], r["target"])

@@ -34,7 +34,7 @@ LAYERS = [
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
-                           "laws", "bench", "prediction"],
+                           "laws", "bench", "prediction", "acceptance"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
