@@ -112,6 +112,7 @@ from .experiments.reference import reference_level
 from .experiments.protocol import fit_log, load_figure, reproduce, run_task
 from .experiments.laws import LAWS, fit_law, judge_laws
 from .experiments.acceptance import (  # acceptance curves and the registered law test (ch 16)
+    accepted_draw_bits,
     analyse_setting,
     boxcox_profile,
     calibrate,
@@ -265,6 +266,7 @@ __all__ = [
     "fit_log",
     "fit_law",
     "judge_laws",
+    "accepted_draw_bits",
     "analyse_setting",
     "boxcox_profile",
     "calibrate",

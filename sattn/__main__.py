@@ -30,6 +30,8 @@ from .experiments.store import StoreError
 def _reproduce(args) -> int:
     if args.figure == "acceptance":
         return _reproduce_acceptance(args)
+    if args.no_compute:
+        raise ExperimentError("--no-compute applies to the acceptance experiment only")
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
                     jobs=args.jobs, out=args.out, progress=not args.no_progress,
                     scheduler=args.scheduler, workers=args.workers, budget=args.budget)
@@ -53,9 +55,11 @@ def _reproduce_acceptance(args) -> int:
                               f"registered draws per width; {', '.join(given)} {verb} to fig3, "
                               "fig4 and decades only")
     man = reproduce_acceptance(profile=args.profile, setups=args.setups, lengths=args.lengths,
-                               jobs=args.jobs, out=args.out, progress=not args.no_progress)
+                               jobs=args.jobs, out=args.out, progress=not args.no_progress,
+                               compute=not args.no_compute)
     print(f"acceptance ({man['profile']}): {len(man['computed'])} curves computed, "
-          f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
+          f"{len(man['reused'])} reused, {len(man['missing'])} missing, "
+          f"{man['wall_seconds_this_run']:.1f} s wall")
     return 0
 
 
@@ -100,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=int, default=None,
                    help="decades only: draws per width (default: the profile's, 16 for paper)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-compute", action="store_true",
+                   help="acceptance only: write the CSV and manifest from the finished curves, "
+                        "compute nothing (the manifest lists the missing ones)")
     r.set_defaults(func=_reproduce)
 
     b = sub.add_parser("bench", help="fast vs reference engine; writes benchmarks/results.json")

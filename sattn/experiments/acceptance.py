@@ -93,6 +93,7 @@ __all__ = [
     "QUANTILES",
     "WINDOWS",
     "acceptance_tasks",
+    "accepted_draw_bits",
     "analyse_setting",
     "boxcox_profile",
     "calibrate",
@@ -383,7 +384,7 @@ ACCEPTANCE_COLUMNS = ["setup", "L", "target", "d", "draws", "successes"]
 
 
 def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, out=None,
-                         progress=True) -> dict:
+                         progress=True, compute=True) -> dict:
     """Compute (or resume) the acceptance curves; write ``<out>/acceptance.csv`` + manifest.
 
     Tasks run by increasing L; each finished curve is stored at once, so an interrupted run
@@ -398,6 +399,10 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     out : path, optional
         Output folder (default: ``data`` for "paper", ``data/quick`` for "quick").
     progress : bool, default True
+    compute : bool, default True
+        False writes the CSV and manifest from the curves already in the store and computes
+        nothing; the manifest lists the missing curves under ``missing`` (a run stopped early
+        can publish what it has; rerunning with ``compute=True`` completes it).
 
     Returns
     -------
@@ -414,6 +419,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
 
     cfg = _profile(profile)
     check_bool("progress", progress)
+    check_bool("compute", compute)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
         raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
     if out is not None and not isinstance(out, (str, os.PathLike)):
@@ -427,7 +433,11 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
         store.clean_temporaries(lock)
         payloads = {t.task_id: rec for t in tasks if (rec := store.load(t)) is not None}
         reused = sorted(payloads)
-        todo = [t for t in tasks if t.task_id not in payloads]
+        todo = [t for t in tasks if t.task_id not in payloads] if compute else []
+        absent = [t.task_id for t in tasks if t.task_id not in payloads]
+        if not compute and not payloads:
+            raise ExperimentError(f"no finished curve in {store.root}: nothing to write; run "
+                                  "without --no-compute first")
         t0 = time.perf_counter()
         computed = []
         bar = tqdm(total=len(tasks), desc="acceptance", unit="task", disable=not progress,
@@ -446,6 +456,8 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
         finally:
             bar.close()
         wall = time.perf_counter() - t0
+        missing_now = [tid for tid in absent if tid not in payloads]
+        tasks = [t for t in tasks if t.task_id in payloads]
         rows = []
         for t in tasks:
             for d, n, s, _ in payloads[t.task_id]["result"]["levels"]:
@@ -479,6 +491,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
             "computed": sorted(computed),
             "reused": reused,
             "recovered": sorted(os.path.splitext(n)[0] for n in missing),
+            "missing": sorted(missing_now),
             "command": _command(),
             "checksums": {
                 "csv": _sha256_bytes(csv_bytes),
@@ -1192,3 +1205,51 @@ def compare_model(rows, *, n_samples=2 ** 14, seed=0) -> list[dict]:
                     "hi": float(hi), "predicted": float(p), "over": bool(p > hi),
                     "under": bool(p < lo)})
     return out
+
+
+# ----------------------------------------------------------------------------- precision
+def accepted_draw_bits(A, eps1, eps2, d, *, root_seed=ROOT_SEED, key=(0,), max_draws=64,
+                       block=256) -> dict:
+    """The first accepted draw of Algorithm 1 at width ``d`` and the significand bits it needs.
+
+    Draws ``i = 0, 1, ...`` (seed keys ``key + (d, i)``) are decided by the fast engine until one
+    is accepted; its Gaussian matrix ``Z`` gives ``Y = qr(Z)`` and the logits
+    ``G = (L/d) (B Y) Y^T``, computed in blocks of rows (no ``L x L`` array). Returned: the
+    smallest row margin ``m = min(margin (6), margin (7))`` over all rows (float64), a bound of
+    the condition number ``kappa = max_lj sum_i |q_li y_ji|`` with ``q = (L/d) B Y`` (Cauchy-Schwarz:
+    ``max_l ||q_l|| max_j ||y_j||``, which spares a second ``L x L`` product), ``max|G|``, and
+    the estimate of :prf:ref:`fp-rem-estimates`, ``log2(2 (2 kappa + 2 max|G| + 3) / m)``, on the
+    safe side by the bound.
+
+    Raises
+    ------
+    ValueError
+        ``d`` out of range, or no draw accepted within ``max_draws``.
+    """
+    eng = FastEngine(A, eps1, eps2)
+    L = eng.L
+    d = check_int("d", d, low=1, high=L)
+    max_draws = check_int("max_draws", max_draws, low=1)
+    block = check_int("block", block, low=1)
+    with _one_blas_thread():
+        for i in range(max_draws):
+            out = eng.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), complete=True)
+            if out.ok:
+                break
+        else:
+            raise ValueError(f"no draw accepted at d = {d} within {max_draws} draws (L = {L}); "
+                             "choose a larger width or more draws")
+        Y, _ = np.linalg.qr(out.Z)
+        t = eng.target
+        BY = np.einsum("rk,rkd->rd", t.bvals, Y[t.cols]) * (L / d)
+        kappa = float(np.sqrt(np.einsum("ij,ij->i", BY, BY).max())
+                      * np.sqrt(np.einsum("ij,ij->i", Y, Y).max()))
+        colpos = np.arange(L)
+        mins, gmax = math.inf, 0.0
+        for s0 in range(0, L, block):
+            rows = np.arange(s0, min(L, s0 + block))
+            G = BY[rows] @ Y.T
+            gmax = max(gmax, float(np.abs(G).max()))
+            mins = min(mins, float(eng._margins(rows, G, colpos).min()))
+    return {"L": L, "d": d, "draw": i, "margin": mins, "kappa": kappa, "gmax": gmax,
+            "bits": math.log2(2 * (2 * kappa + 2 * gmax + 3) / mins) if mins > 0 else math.inf}

@@ -195,3 +195,15 @@ def test_cli_refuses_options_of_other_experiments(capsys):
     from sattn.__main__ import main
     assert main(["reproduce", "acceptance", "--budget", "3"]) == 2
     assert "--budget applies" in capsys.readouterr().err
+
+
+def test_no_compute_publishes_the_finished_curves_only(tmp_path):
+    out = tmp_path / "acc"
+    reproduce_acceptance(profile="quick", lengths=[64], out=out, progress=False)
+    man = reproduce_acceptance(profile="quick", out=out, progress=False, compute=False)
+    assert not man["computed"] and len(man["missing"]) == 4
+    assert all("_L128_" in m for m in man["missing"])
+    assert {r["L"] for r in load_acceptance(out)} == {64}
+    with pytest.raises(ExperimentError, match="nothing to write"):
+        reproduce_acceptance(profile="quick", out=tmp_path / "empty", progress=False,
+                             compute=False)
