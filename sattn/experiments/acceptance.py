@@ -811,7 +811,7 @@ class BoxCoxProfile(Result):
     def message(self) -> str:
         lo = "<" + f"{self.lo:.3f}" if self.lo_open else f"{self.lo:.3f}"
         hi = ">" + f"{self.hi:.3f}" if self.hi_open else f"{self.hi:.3f}"
-        return (f"Box-Cox p = {self.p_hat:.3f}, {100 * self.level:g}% interval [{lo}, {hi}]: "
+        return (f"Box-Cox beta = {self.p_hat:.3f}, {100 * self.level:g}% interval [{lo}, {hi}]: "
                 f"log law {'consistent' if self.ok else 'rejected'}")
 
 
@@ -1111,7 +1111,7 @@ class Calibration(Result):
 
     @property
     def message(self) -> str:
-        r = ", ".join(f"p = {p:g}: {100 * v:.0f}%" for p, v in sorted(self.rates.items()))
+        r = ", ".join(f"beta = {p:g}: {100 * v:.0f}%" for p, v in sorted(self.rates.items()))
         return f"{self.setup}: log law rejected in {r} of {self.reps} synthetic data sets"
 
 

@@ -46,3 +46,36 @@ def test_old_urls_land_on_the_new_pages(html_dir):
         ctx.close()
     assert not blocked
 
+
+
+ANCHORS = yaml.safe_load(open(os.path.join(ROOT, "_config.yml"), encoding="utf-8"))[
+    "sphinx"]["config"]["book_anchor_redirects"]
+
+
+def test_moved_sections_exist_on_their_new_pages():
+    for old, spec in ANCHORS.items():
+        new_src = open(os.path.join(ROOT, spec["target"] + ".md"), encoding="utf-8").read()
+        old_src = open(os.path.join(ROOT, old + ".md"), encoding="utf-8").read()
+        for anchor in spec["anchors"]:
+            words = anchor.replace("-", " ")
+            assert (f"({anchor})=" in new_src or f"name: {anchor}" in new_src
+                    or words in " ".join(re.sub(r"[^a-z0-9]", " ", new_src.lower()).split())), anchor
+            assert f"({anchor})=" not in old_src and f"name: {anchor}" not in old_src, anchor
+
+
+def test_links_to_moved_sections_land_on_the_new_page(html_dir):
+    blocked = []
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, blocked=blocked)
+        page = ctx.new_page()
+        for old, spec in ANCHORS.items():
+            for anchor in spec["anchors"][:3]:
+                response = page.goto(f"{base}{old}.html#{anchor}")
+                assert response is not None and response.status == 200, old
+                page.wait_for_url(re.compile(re.escape(f"{base}{spec['target']}.html#{anchor}")
+                                             + "$"), timeout=10000)
+                assert page.evaluate("id => !!document.getElementById(id)", anchor), anchor
+            page.goto(f"{base}{old}.html#one-curve")      # a section that stayed
+            assert page.url.endswith(f"{old}.html#one-curve")
+        ctx.close()
+    assert not blocked
