@@ -14,12 +14,13 @@ module measures ``p(d)`` itself and analyses it by the rules fixed in
    in ``d`` fitted by binomial maximum likelihood gives ``d_q`` for ``q = 5%, 25%, 50%``, with a
    bootstrap over the draws (binomial resampling of each width's count).
 3. **Per length** (:func:`pooled_series`): the mean of the targets' ``d_q`` with the variance
-   ``max(s_T^2, mean bootstrap variance) / T``: replicate variances only.
+   ``max(c dbar^2, mean bootstrap variance) / T``, ``c`` the relative between-target variance
+   pooled over the setting's lengths: replicate variances only.
 4. **Laws** (:func:`fit_laws`, :func:`boxcox_profile`): weighted least squares on the per-length
    means with those variances (known, never rescaled by a residual): ``a ln L + b``,
    ``a (ln L)^2 + b``, ``a sqrt(L) + b`` and the Box-Cox family ``a (L^p - 1)/p + c`` (the log
-   law is ``p = 0``) with a profile-likelihood interval for ``p``; AIC = chi^2 + 2 (parameters)
-   on the independent per-length points.
+   law is ``p = 0``; the chapters call the exponent beta) with a profile-likelihood interval for
+   ``p`` (F(1, nu) threshold); AIC = chi^2 + 2 (parameters) on the independent per-length points.
 5. **Decision** (:func:`decide`): the log law is consistent with a setting iff the 95% profile
    interval of ``p`` on the primary window (every measured ``L >= 256``) contains 0.
 6. **Calibration** (:func:`calibrate`): the same design and pipeline on synthetic counts drawn
