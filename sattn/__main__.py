@@ -1,6 +1,6 @@
 """Command line of :mod:`sattn`.
 
-    python -m sattn reproduce fig3|fig4|fig5|decades|width-bits [--setups ...] [--lengths ...] [--jobs N]
+    python -m sattn reproduce fig3|fig4|fig5|decades|acceptance|width-bits [--setups ...] [--lengths ...] [--jobs N]
                                              [--scheduler local|tcp://HOST:PORT] [--workers N]
                                              [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
                                              [--budget N (decades)]
@@ -23,6 +23,7 @@ import argparse
 import sys
 
 from .errors import SizeTooLargeError
+from .experiments.acceptance import reproduce_acceptance
 from .experiments.bench import main as bench_main
 from .experiments.protocol import reproduce
 from .experiments.setups import SETUPS, ExperimentError, get_profile
@@ -40,6 +41,10 @@ def _reproduce(args) -> int:
         print(f"width-bits ({man['profile']}): {len(man['computed'])} tasks computed, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
         return 0
+    if args.figure == "acceptance":
+        return _reproduce_acceptance(args)
+    if args.no_compute:
+        raise ExperimentError("--no-compute applies to the acceptance experiment only")
     man = reproduce(args.figure, profile=args.profile, setups=args.setups, lengths=args.lengths,
                     jobs=args.jobs, out=args.out, progress=not args.no_progress,
                     scheduler=args.scheduler, workers=args.workers, budget=args.budget)
@@ -52,6 +57,22 @@ def _reproduce(args) -> int:
             if man.get("dask_workers") is not None else f" (scheduler {man['scheduler']})")
         print(f"{args.figure} ({man['profile']}): {len(man['computed'])} tasks computed{where}, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
+    return 0
+
+
+def _reproduce_acceptance(args) -> int:
+    given = [f"--{n}" for n in ("scheduler", "workers", "budget") if getattr(args, n) is not None]
+    verb = "applies" if len(given) == 1 else "apply"
+    if given:
+        raise ExperimentError(f"the acceptance experiment runs with joblib (--jobs) and the "
+                              f"registered draws per width; {', '.join(given)} {verb} to fig3, "
+                              "fig4 and decades only")
+    man = reproduce_acceptance(profile=args.profile, setups=args.setups, lengths=args.lengths,
+                               jobs=args.jobs, out=args.out, progress=not args.no_progress,
+                               compute=not args.no_compute)
+    print(f"acceptance ({man['profile']}): {len(man['computed'])} curves computed, "
+          f"{len(man['reused'])} reused, {len(man['missing'])} missing, "
+          f"{man['wall_seconds_this_run']:.1f} s wall")
     return 0
 
 
@@ -77,9 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sattn", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4, 5 or of the decades "
-                                         "experiment (resumable)")
-    r.add_argument("figure", help="fig3, fig4, fig5, decades or width-bits")
+    r = sub.add_parser("reproduce", help="compute the data of Figure 3, 4, 5, of the decades, "
+                                         "the acceptance or the width-bits experiment (resumable)")
+    r.add_argument("figure", help="fig3, fig4, fig5, decades, acceptance or width-bits")
     r.add_argument("--setups", nargs="+", default=None, help="setup names (see `setups`)")
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")
@@ -96,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=int, default=None,
                    help="decades only: draws per width (default: the profile's, 16 for paper)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-compute", action="store_true",
+                   help="acceptance only: write the CSV and manifest from the finished curves, "
+                        "compute nothing (the manifest lists the missing ones)")
     r.set_defaults(func=_reproduce)
 
     b = sub.add_parser("bench", help="fast vs reference engine; writes benchmarks/results.json")

@@ -16,7 +16,9 @@ Modules, in the order in which they may import each other:
   long sequences (:ref:`ch-log-law`);
 * :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``;
 * :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
-  probability of a draw, the ladder search's law) and the numerical checks of its assumptions.
+  probability of a draw, the ladder search's law) and the numerical checks of its assumptions;
+* :mod:`~sattn.experiments.acceptance`: acceptance curves of Algorithm 1 and the pre-registered
+  test of the log law (:ref:`ch-log-law`).
 
 Chapters import every public name from :mod:`sattn` itself.
 """

@@ -35,7 +35,7 @@ LAYERS = [
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets", "lab"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
-                           "laws", "bench", "prediction"],
+                           "laws", "bench", "prediction", "acceptance"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
     {"sattn.__main__": []},

@@ -10,7 +10,7 @@ import pytest
 
 import sattn
 from sattn import Result
-from sattn.experiments import prediction
+from sattn.experiments import acceptance, prediction
 
 
 class _Report:
@@ -57,7 +57,7 @@ RESULT_CLASSES = {
     "SeparationReport", "ContextualReport", "HardmaxReport", "ProjectionReport",
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
-    "Comparison", "LawJudgement", "NestedSupports",
+    "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
 }
 
 
@@ -88,6 +88,7 @@ def _instances():
     X2 = np.array([[1.0, 2.0, -1.0], [0.0, 0.0, 1.0]])
     labels = [np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)]
     eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
+    Ls = 2.0 ** np.arange(6, 16)
     return [
         sattn.check_k_nonzero_bounded(A, 2),
         sattn.check_k_nonzero_bounded(np.ones((3, 3)), 1),
@@ -119,6 +120,9 @@ def _instances():
         sattn.judge_laws(np.repeat([64.0, 128.0, 256.0, 8192.0], 2),
                          np.repeat([10.0, 12.0, 14.0, 26.0], 2) * np.tile([0.98, 1.02], 4),
                          fit_max=256),
+        acceptance.boxcox_profile(Ls, 20 * np.log(Ls) - 40, np.full(Ls.shape, 0.25)),
+        acceptance.decide("s", Ls, 4 * (Ls ** 0.3 - 1) / 0.3, np.full(Ls.shape, 0.25), df=20),
+        acceptance.Calibration("s", (64, 128), 2, {0.0: 0.5, 0.3: 1.0}),
     ]
 
 
