@@ -153,9 +153,26 @@ def test_no_code_or_output_line_is_cut(pdf_pages):
     text = _squeeze("\n".join(_FOOTER.sub("", p) for p in pages))
     lines = _printed_lines()
     assert len(lines) > 1000, f"only {len(lines)} printed lines found in the one-page build"
-    missing = [line for line in lines if _squeeze(line) not in text]
+    squeezed = [_squeeze(_FOOTER.sub("", p)) for p in pages]
+
+    def across_a_page_break(line):
+        """A line wrapped at the foot of a page continues on the next one, and the text layer may
+        put that page's other text first: its head must end one page and its tail be on the next."""
+        sq = _squeeze(line)
+        return any(page.endswith(sq[:k]) and sq[k:] in nxt
+                   for page, nxt in zip(squeezed, squeezed[1:]) for k in range(1, len(sq)))
+
+    missing = [line for line in lines if _squeeze(line) not in text and not across_a_page_break(line)]
     assert not missing, (f"{len(missing)} of {len(lines)} lines are not whole in the PDF (cut at the "
                          "right edge?):\n" + "\n".join(f"  {line.strip()[:110]}" for line in missing[:25]))
+
+
+def _numbered_chapters():
+    """The chapters of the numbered parts of _toc.yml."""
+    import yaml
+    with open(os.path.join(ROOT, "_toc.yml"), encoding="utf-8") as f:
+        toc = yaml.safe_load(f)
+    return [c["file"] for part in toc["parts"] if part.get("numbered") for c in part["chapters"]]
 
 
 def test_outline_is_clean(pdf_pages):
@@ -176,7 +193,7 @@ def test_outline_is_clean(pdf_pages):
     assert not problems, f"garbled outline entries: {problems[:10]}"
     for chapter in ("Notation", "Bibliography", "API reference"):
         assert any(chapter in t for t in top), f"{chapter} is not a top-level bookmark: {top}"
-    assert len([t for t in top if re.match(r"\d+\. ", t)]) == 16, top
+    assert len([t for t in top if re.match(r"\d+\. ", t)]) == len(_numbered_chapters()), top
 
 
 def test_every_chapter_starts_on_a_new_page(pdf_pages):
