@@ -858,7 +858,7 @@ def fit_laws(L, y, v) -> dict:
     """The four laws on per-length means ``y`` with known variances ``v``.
 
     Returns ``{law: LawFitW}`` for ``log``, ``log2``, ``sqrt`` (two parameters) and ``boxcox``
-    (three: ``a, c`` and ``p``; chi^2 minimised over :data:`P_GRID`).
+    (three: ``a, c`` and ``p``; chi^2 minimised over ``P_GRID``).
     """
     L, y, v = _check_lv(L, y, v)
     out = {}
