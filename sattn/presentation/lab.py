@@ -28,7 +28,8 @@ import re
 import shutil
 import sys
 
-__all__ = ["portable_text", "portable_notebook", "pre_save_hook", "lab_command", "main"]
+__all__ = ["portable_text", "portable_notebook", "is_book_chapter", "pre_save_hook", "lab_command",
+           "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -119,7 +120,8 @@ def portable_notebook(nb: dict) -> dict:
     return nb
 
 
-def _is_book_chapter(nb: dict) -> bool:
+def is_book_chapter(nb: dict) -> bool:
+    """Whether ``nb`` is one of the book's chapters (a notebook paired with MyST Markdown)."""
     formats = nb.get("metadata", {}).get("jupytext", {}).get("formats", "")
     return isinstance(formats, str) and "md:myst" in formats
 
@@ -137,8 +139,10 @@ def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
     if not isinstance(model, dict) or model.get("type") != "notebook":
         return
     nb = model.get("content")
-    if isinstance(nb, dict) and _is_book_chapter(nb):
+    if isinstance(nb, dict) and is_book_chapter(nb):
         portable_notebook(nb)
+
+
 
 
 def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
@@ -176,6 +180,7 @@ def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
     if not os.path.exists(exe):
         exe = shutil.which("jupyter") or "jupyter"
     cmd = [exe, "lab", f"--notebook-dir={folder}", f"--ip={host}",
+           f"--ServerApp.contents_manager_class={__package__}.lab_contents.BookContentsManager",
            f"--ContentsManager.pre_save_hook={__name__}.pre_save_hook"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")

@@ -33,7 +33,7 @@ LAYERS = [
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
-     "sattn.presentation": ["plotting", "widgets", "lab"]},
+     "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
                            "laws", "bench", "prediction", "acceptance"],
      "sattn.precision": []},          # Part III: uses both parts, independent of the experiments

@@ -5,7 +5,8 @@ kernelspec and front matter are pinned by tools/execute_notebooks.py). In Chromi
 opens (never the jupytext error page), saves with `git status` unchanged, reopens and runs a cell,
 also after every .ipynb has been touched newer than its .md; running all its cells, moving a
 slider and saving changes nothing either (the save hook of sattn.presentation.lab keeps the stored
-widget model ids and writes no folder of the machine)."""
+widget model ids and writes no folder of the machine). References that a notebook alone cannot
+resolve show as links to the chapters that hold them, and solutions open collapsed."""
 
 from __future__ import annotations
 
@@ -247,9 +248,10 @@ def _git_status() -> str:
                           cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
 
-def _open_in_lab(page, lab, name):
-    """Open chapters/NAME in JupyterLab; fail with the dialog's text if jupytext refuses it."""
-    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}", wait_until="load")
+def _open_in_lab(page, lab, name, *, reset=False):
+    """Open chapters/NAME in JupyterLab; fail with the dialog's text if jupytext refuses it.
+    ``reset``: start from an empty workspace (no notebook of an earlier test restored beside it)."""
+    page.goto(f"{lab}/lab/tree/{name}?{'reset&' if reset else ''}token={TOKEN}", wait_until="load")
     t0 = time.time()
     while time.time() - t0 < 90:
         dialog = page.evaluate(_ERROR_JS)
@@ -339,3 +341,62 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
     assert isinstance(count, int) and count >= 1, f"the first code cell did not run after reopening ({count})"
     assert shown["explorers"] >= 1 and shown["pictures"] == shown["explorers"], \
         f"reopened after a save, the figures show no picture: {shown}"
+
+
+# ---- references and solutions as JupyterLab renders them ----------------------------------------
+
+#: chapters with forward references, references to figures made by code cells, citations, API roles
+#: and solutions with code
+REFERENCE_CHAPTERS = ("04_construction", "12_rank_one", "16_log_law", "18_width_bits")
+
+#: Scroll through the whole notebook (JupyterLab renders cells lazily) and report what it shows:
+#: the code cells of solutions (hidden or not), the links to other chapters, raw role text.
+_RENDER_ALL_JS = f"""async () => {{ const w = {_PANEL_JS};
+  const cells = w.content.widgets; let inside = false;
+  const res = {{solutionCode: 0, solutionShown: 0, chapterLinks: 0, rawRoles: []}};
+  for (let i = 0; i < cells.length; i++) {{
+    await w.content.scrollToItem(i, 'center');
+    await new Promise(r => setTimeout(r, 60));
+    const cell = cells[i], src = cell.model.sharedModel.getSource();
+    if (cell.model.type === 'markdown') {{
+      const start = src.lastIndexOf('{{solution-start}}'), end = src.lastIndexOf('{{solution-end}}');
+      if (start !== end) inside = start > end;
+      // what the reader sees: the cell without its (hidden) source editor
+      const node = cell.node.cloneNode(true);
+      node.querySelectorAll('.jp-Editor, .cm-editor').forEach(e => e.remove());
+      res.chapterLinks += node.querySelectorAll('a[href*=".ipynb"]').length;
+      const raw = node.textContent.match(/\\{{(prf:ref|ref|numref|eq|doc|cite:t|cite:p|py:func)\\}}`/g);
+      if (raw) res.rawRoles.push(i + ': ' + raw.join(' '));
+    }} else if (inside && cell.model.type === 'code') {{
+      res.solutionCode++;
+      if (!cell.inputHidden || !cell.outputHidden) res.solutionShown++;
+    }}
+  }}
+  return res; }}"""
+
+
+@pytest.mark.parametrize("chapter", REFERENCE_CHAPTERS)
+def test_references_resolve_and_solutions_collapse_in_the_browser(lab, chapter):
+    """JupyterLab shows no unresolved cross-reference (jupyterlab-myst logs 'Cross reference target
+    was not found' for each), links references to other chapters to their notebooks, and starts
+    each solution's code cells collapsed (input and output)."""
+    import browser as browser_mod
+
+    blocked, messages = [], []
+    with browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, blocked=blocked, viewport=(1400, 1000))
+        page = ctx.new_page()
+        page.on("console", lambda m: messages.append(m.text))
+        _open_in_lab(page, lab, chapter + ".ipynb", reset=True)
+        path = page.evaluate(f"() => {_PANEL_JS}.context.path")
+        assert path == chapter + ".ipynb", f"the open notebook is {path}, not {chapter}.ipynb"
+        shown = page.evaluate(_RENDER_ALL_JS)
+        page.wait_for_timeout(500)
+        ctx.close()
+    unresolved = [m for m in messages if "target was not found" in m]
+    assert not unresolved, f"{chapter}: {len(unresolved)} unresolved references, e.g. {unresolved[:5]}"
+    assert not shown["rawRoles"], f"{chapter}: roles shown as raw text: {shown['rawRoles'][:5]}"
+    assert shown["chapterLinks"] >= 1, f"{chapter}: no link to another chapter's notebook: {shown}"
+    assert shown["solutionCode"] >= 1 and shown["solutionShown"] == 0, \
+        f"{chapter}: solution code cells shown expanded: {shown}"
+    assert not blocked, blocked
