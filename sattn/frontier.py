@@ -95,9 +95,10 @@ PROFILES = {
 _DESCRIPTION = (
     "Width x bits frontier: for a target with exactly k equal nonzeros in every row and column "
     "(sattn.regular_pattern with structure='random': k random permutations that differ in every "
-    "row; for k = 1 a uniformly random permutation), the fewest bits per input entry with which each construction still "
-    "meets (6)-(7): Algorithm 1 at d_50, the moment curve (d = 2k + 1), the optimizer at the "
-    "smallest d <= 2k + 1 it reaches; fixed-point input (weights exact) and the whole pass in a "
+    "row; for k = 1 a uniformly random permutation), the fewest bits per input entry with which "
+    "each construction still meets (6)-(7): Algorithm 1 at d_50, the moment curve "
+    "(d = 2k + 1), the optimizer at the smallest d <= 2k + 1 it reaches; fixed-point input "
+    "(weights exact) and the whole pass in a "
     "float format. L = {lengths}; k = {ks}. Tolerances per k are the book's gamma = 1 setups: "
     "k = 1 and 2 eps1 = 3, eps2 = 0.9 (k1-g1-e3-0.9, k2-g1-e3-0.9); k = 4 eps1 = 7, eps2 = 0.9 "
     "(k4-g1-e7-0.9, the book's only k = 4 setup with equal nonzeros). The bound log2 N(L, k) / L "

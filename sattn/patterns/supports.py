@@ -301,7 +301,8 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False,
     rows = np.repeat(np.arange(L), k)
     if structure == "random" and k not in (1, L):
         if 2 * k > L:
-            raise ValueError(f"structure='random' needs k <= L / 2 (or k = L), got k = {k}, L = {L}")
+            raise ValueError(f"structure='random' needs k <= L / 2 (or k = L), "
+                             f"got k = {k}, L = {L}")
         if L * k > 2 ** 24:
             raise SizeTooLargeError(f"structure='random' draws L * k = {L * k} entries one "
                                     f"collision at a time: at most {2 ** 24}")
