@@ -14,7 +14,7 @@ which ``X`` still meets criteria (6)-(7), in two formats:
   counts the sign, ``e`` exponent bits (enough for every binade of the rounded ``X`` plus a code
   for zero) and the stored ``p - 1`` significand bits.
 
-The tolerances depend on ``k`` (:data:`TOLERANCES`: the book's setups with equal nonzeros,
+The tolerances depend on ``k`` (``TOLERANCES``: the book's setups with equal nonzeros,
 eps1 = 3 for k = 1 and 2, eps1 = 7 for k = 4, always eps2 = 0.9).
 
 The constructions: Algorithm 1 (SVD-free form) at ``d_50``, the width where half the draws pass
@@ -363,7 +363,7 @@ class FrontierTask:
 
     @property
     def eps(self) -> tuple:
-        """The tolerances ``(eps1, eps2)`` of this ``k`` (:data:`TOLERANCES`)."""
+        """The tolerances ``(eps1, eps2)`` of this ``k`` (``TOLERANCES``)."""
         return TOLERANCES[self.k]
 
     @property
@@ -467,7 +467,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
     ----------
     profile : {"quick", "paper"}
         ``"paper"``: L = 64 ... 32768 (data/); ``"quick"``: L = 64, 128, 256 (data/quick/);
-        both for k = 1, 2 and 4, with the tolerances of :data:`TOLERANCES`.
+        both for k = 1, 2 and 4, with the tolerances of ``TOLERANCES``.
     out : path, optional
         Output folder (default ``data`` or ``data/quick``).
     progress : bool, default True
