@@ -223,23 +223,57 @@ def width_bits_lower_bound(L, k, *, causal: bool = False) -> float:
     return max(0.0, value)
 
 
-def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False):
+def _disjoint_permutations(L, k, rng):
+    """``k`` random permutations of ``range(L)`` (rows of the result) that differ at every
+    position: each is uniform before its few collisions with the earlier ones are repaired by
+    random transpositions (about ``i`` collisions for the ``i``-th)."""
+    P = np.empty((k, L), dtype=np.int64)
+    for i in range(k):
+        p = rng.permutation(L)
+        if i:
+            taken = P[:i]
+
+            def clash(l):
+                return bool((taken[:, l] == p[l]).any())
+            for l in np.flatnonzero((taken == p).any(axis=0)):
+                tries = 0
+                while clash(l):
+                    tries += 1
+                    if tries > 100 * L:      # never happens for k <= L / 2; a guard, not a path
+                        raise RuntimeError(f"could not draw {k} disjoint permutations of {L}")
+                    m = int(rng.integers(L))
+                    p[l], p[m] = p[m], p[l]
+                    if clash(l) or clash(m):
+                        p[l], p[m] = p[m], p[l]
+        P[i] = p
+    return P
+
+
+def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False,
+                    structure: str = "windows"):
     """A target of the bound's class: every row and every column has exactly ``k`` nonzeros.
 
-    Row ``l`` attends to ``sigma(l), sigma(l + 1), ..., sigma(l + k - 1)`` (indices mod ``L``) for
-    a uniformly random permutation ``sigma``; all nonzeros are equal.
+    ``structure="windows"``: row ``l`` attends to ``sigma(l), sigma(l + 1), ..., sigma(l + k - 1)``
+    (indices mod ``L``) for a uniformly random permutation ``sigma`` (a cyclic window, a special
+    member of the class for ``k >= 2``: windows on a circle are separated by width 3).
+    ``structure="random"``: the union of ``k`` random permutations that differ at every row (a
+    generic member). For ``k = 1`` both give the same uniformly random permutation from the same
+    ``rng``. All nonzeros are equal.
 
     Parameters
     ----------
     L : int
         Length, ``2 <= L <= 2**31`` (dense: at most what numpy can address).
     k : int
-        ``1 <= k <= L``, ``L k <= 2**31``.
+        ``1 <= k <= L``, ``L k <= 2**31``; ``structure="random"`` needs ``k <= L / 2`` (or
+        ``k = L``) and ``L k <= 2**24``.
     rng : numpy.random.Generator
     normalize : bool, default True
         Rows sum to one (values ``1/k``); else the nonzeros are 1.
     as_csr : bool, default False
         Return a :class:`scipy.sparse.csr_array`.
+    structure : {"windows", "random"}, default "windows"
+        Which supports (see above).
 
     Returns
     -------
@@ -259,8 +293,22 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False):
     if L * k > MAX_PATTERN_L:
         raise SizeTooLargeError(f"L * k = {L * k} nonzeros is too many to hold (at most {MAX_PATTERN_L}); "
                          "sattn.stream_regular_blocks streams such a target in row blocks")
-    sigma = rng.permutation(L)
+    if not isinstance(structure, str):
+        raise TypeError(f"structure must be the string 'windows' or 'random', got "
+                        f"{type(structure).__name__}")
+    if structure not in ("windows", "random"):
+        raise ValueError(f"structure must be 'windows' or 'random', got {structure!r}")
     rows = np.repeat(np.arange(L), k)
+    if structure == "random" and k not in (1, L):
+        if 2 * k > L:
+            raise ValueError(f"structure='random' needs k <= L / 2 (or k = L), "
+                             f"got k = {k}, L = {L}")
+        if L * k > 2 ** 24:
+            raise SizeTooLargeError(f"structure='random' draws L * k = {L * k} entries one "
+                                    f"collision at a time: at most {2 ** 24}")
+        cols = _disjoint_permutations(L, k, rng).T.ravel()
+        return _finish(L, rows, cols, np.ones(rows.size), normalize, as_csr)
+    sigma = rng.permutation(L)
     cols = sigma[(rows + np.tile(np.arange(k), L)) % L]
     return _finish(L, rows, cols, np.ones(rows.size), normalize, as_csr)
 

@@ -827,8 +827,10 @@ spec("width_bits_lower_bound", lambda: dict(L=64, k=2, causal=False),
      L=integer("size", low=2, huge=10**18), k=integer(low=1, high=64), causal=boolean())
 spec("enumerate_supports", lambda: dict(L=4, k=1, causal=False),
      L=integer("size", low=2, high=8), k=integer(low=1, high=4), causal=boolean())
-spec("regular_pattern", lambda: dict(L=6, k=2, rng=_rng(), normalize=True, as_csr=False),
-     L=integer("size", low=2, huge=10**12), k=integer(low=1, high=6), rng=rng(), **_OUT)
+spec("regular_pattern", lambda: dict(L=6, k=2, rng=_rng(), normalize=True, as_csr=False,
+                                     structure="random"),
+     L=integer("size", low=2, huge=10**12), k=integer(low=1, high=6), rng=rng(),
+     structure=choice(("windows", "random")), **_OUT)
 spec("nested_supports_example", lambda: dict(eps1=3.0, eps2=0.9), **_EPS)
 _RT = dict(eps1=real("positive real", low=0.0, low_open=True),
            eps2=real("probability", low=0.0, high=1.0, low_open=True, high_open=True))

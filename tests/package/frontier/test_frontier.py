@@ -29,11 +29,15 @@ def test_round_fixed_has_two_to_the_b_values():
         round_fixed(x, 3.0, R)
 
 
+@pytest.mark.parametrize("k", [1, 2, 4])
 @pytest.mark.parametrize("construction", ["algorithm1", "moment-curve", "optimizer"])
-def test_measured_points_lie_above_the_bound(construction):
-    pay = run_frontier_task(FrontierTask(construction, 64, 1, "quick"))
+def test_measured_points_lie_above_the_bound(construction, k):
+    task = FrontierTask(construction, 64, k, "quick")
+    assert (task.params()["eps1"], task.params()["eps2"]) == sattn.frontier.TOLERANCES[k]
+    pay = run_frontier_task(task)
     for row in pay["rows"]:
-        name, L, k, d, d_hid, fmt, bits = row[:7]
+        name, L, kk, d, d_hid, fmt, bits = row[:7]
+        assert (name, L, kk) == (construction, 64, k)
         if bits is None:
             assert row[-1]                       # a reason is given
             continue
@@ -46,8 +50,20 @@ def test_shipped_frontier_lies_above_the_bound():
     assert measured
     for r in measured:
         assert r["d_hid"] * r["bits"] >= sattn.width_bits_lower_bound(r["L"], r["k"])
+        assert math.isclose(r["ratio"], r["d_hid"] * r["bits"] / r["bound"], rel_tol=1e-3)
     for r in rows:
         assert r["bits"] is not None or r["reason"]
+    # every (construction, k, L, format) of the paper profile has exactly one row, and every
+    # construction has measured points for every k
+    prof = sattn.frontier.PROFILES["paper"]
+    keys = [(r["construction"], r["k"], r["L"], r["format"]) for r in rows]
+    assert sorted(keys) == sorted((c, k, L, f) for c in sattn.frontier.CONSTRUCTIONS
+                                  for k in prof["k"] for L in prof["lengths"]
+                                  for f in ("fixed", "float"))
+    assert prof["k"] == (1, 2, 4)
+    for c in sattn.frontier.CONSTRUCTIONS:
+        for k in prof["k"]:
+            assert any(r["construction"] == c and r["k"] == k for r in measured), (c, k)
 
 
 def test_model_runs_at_a_billion_in_a_minute_and_a_gigabyte():
@@ -122,7 +138,17 @@ def test_reproduce_quick_resumes(tmp_path):
     before = results()
     (tmp_path / "tasks" / "width_bits" / "optimizer-L128-k1.json").unlink()
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert "1 tasks computed, 8 reused" in second.stdout
+    assert "1 tasks computed, 26 reused" in second.stdout
     assert results() == before
     rows = sattn.load_width_bits(tmp_path)
     assert {r["construction"] for r in rows} == {"algorithm1", "moment-curve", "optimizer"}
+    assert {r["k"] for r in rows} == {1, 2, 4}
+    measured = [r for r in rows if r["bits"] is not None]
+    assert {(r["construction"], r["k"]) for r in measured} == {
+        (c, k) for c in ("algorithm1", "moment-curve", "optimizer") for k in (1, 2, 4)}
+    for r in measured:
+        assert r["d_hid"] * r["bits"] >= sattn.width_bits_lower_bound(r["L"], r["k"])
+    import json
+    man = json.loads((tmp_path / "width_bits_manifest.json").read_text())
+    assert man["tolerances"] == {"1": [3.0, 0.9], "2": [3.0, 0.9], "4": [7.0, 0.9]}
+    assert "k4-g1-e7-0.9" in man["description"]

@@ -84,10 +84,36 @@ def test_huge_exact_count_is_refused_clearly():
 
 
 def test_regular_pattern_is_in_the_class():
-    for L, k in ((5, 1), (9, 3), (64, 4)):
-        A = sattn.regular_pattern(L, k, np.random.default_rng(L))
-        assert ((A > 0).sum(axis=1) == k).all() and ((A > 0).sum(axis=0) == k).all()
-        assert sattn.check_k_nonzero_bounded(A, k).ok
+    for structure in ("windows", "random"):
+        for L, k in ((5, 1), (9, 3), (64, 4), (8, 4), (300, 2)):
+            A = sattn.regular_pattern(L, k, np.random.default_rng(L), structure=structure)
+            assert ((A > 0).sum(axis=1) == k).all() and ((A > 0).sum(axis=0) == k).all()
+            assert sattn.check_k_nonzero_bounded(A, k).ok
+    # k = 1: both structures are the same permutation from the same generator
+    a, b = (sattn.regular_pattern(50, 1, np.random.default_rng(7), structure=s)
+            for s in ("windows", "random"))
+    assert (a == b).all()
+
+
+def test_random_structure_is_generic():
+    """Random supports are not cyclic windows: at k = 2 the windows form one cycle of length 2L
+    in the row-column graph, random supports (almost always) several."""
+    def cycles(A):
+        import scipy.sparse as sps
+        from scipy.sparse.csgraph import connected_components
+        B = sps.csr_array(A != 0).astype(int)
+        G = sps.block_array([[None, B], [B.T, None]])
+        return connected_components(G, directed=False)[0]
+    rng = np.random.default_rng(3)
+    assert cycles(sattn.regular_pattern(200, 2, rng)) == 1
+    assert sum(cycles(sattn.regular_pattern(200, 2, rng, structure="random")) > 1
+               for _ in range(5)) >= 4
+    with pytest.raises(ValueError, match="structure"):
+        sattn.regular_pattern(8, 2, rng, structure="cyclic")
+    with pytest.raises(TypeError, match="structure"):
+        sattn.regular_pattern(8, 2, rng, structure=1)
+    with pytest.raises(ValueError, match="k <= L / 2"):
+        sattn.regular_pattern(8, 5, rng, structure="random")
 
 
 def test_distinct_supports_are_told_apart_by_any_matrix():
