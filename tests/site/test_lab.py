@@ -113,7 +113,12 @@ _BEFORE_RUN_JS = f"""async () => {{ const w = {_PANEL_JS};
         !cell.model.sharedModel.getSource().includes('precomputed_explorer(')) continue;
     res.explorers++;
     await w.content.scrollToItem(i, 'center');
-    await new Promise(r => setTimeout(r, 400));
+    // rendering is lazy and slower on a loaded machine: wait up to 10 s for the output to appear
+    for (let t = 0; t < 50; t++) {{
+      await new Promise(r => setTimeout(r, 200));
+      const n = cell.outputArea.node;
+      if (n.querySelector('img[src^="data:image/png"]') || /PrecomputedExplorer\(|VBox\(/.test(n.innerText)) break;
+    }}
     const node = cell.outputArea.node;
     if (node.querySelector('img[src^="data:image/png"]')) res.pictures++;
     if (/PrecomputedExplorer\\(|VBox\\(/.test(node.innerText)) res.reprs++;
