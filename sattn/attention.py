@@ -23,7 +23,9 @@ import numpy as np
 
 from ._validate import as_float_array, as_matrix, check_bool, check_dense_size
 
-__all__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
+__all__ = [*__flat__]
 
 #: The largest logit whose exponential is a finite float64 (ln of the largest double).
 MAX_EXP_ARG = float(np.log(np.finfo(np.float64).max))

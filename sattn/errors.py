@@ -12,7 +12,9 @@ References
 
 from __future__ import annotations
 
-__all__ = ["SizeTooLargeError"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["SizeTooLargeError"]
+__all__ = [*__flat__]
 
 
 class SizeTooLargeError(ValueError):

@@ -43,18 +43,13 @@ from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, width_bits_lower_bound
 from .precision import algorithm1_precision
 
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["fixed_point_bits", "float_format_bits", "load_width_bits", "round_fixed"]
+# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
-    "CONSTRUCTIONS",
-    "FRONTIER_COLUMNS",
-    "acceptance_rate",
-    "check_input",
-    "estimate_d50",
-    "fixed_point_bits",
-    "float_format_bits",
-    "grid_scale",
-    "load_width_bits",
-    "reproduce_width_bits",
-    "round_fixed",
+    *__flat__,
+    "CONSTRUCTIONS", "FRONTIER_COLUMNS", "acceptance_rate", "check_input", "estimate_d50",
+    "grid_scale", "reproduce_width_bits",
 ]
 
 #: The constructions of the frontier, in the order of the CSV.

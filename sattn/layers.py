@@ -16,15 +16,12 @@ import numpy as np
 
 from ._validate import check_bool, as_matrix, as_vector
 
-__all__ = [
-    "AttentionHead",
-    "FeedForward",
-    "column_softmax",
-    "hardmax",
-    "multihead_attention",
-    "feed_forward",
-    "transformer_block",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "AttentionHead", "FeedForward", "column_softmax", "hardmax", "multihead_attention",
+    "feed_forward", "transformer_block",
 ]
+__all__ = [*__flat__]
 
 _KINDS = ("softmax", "hardmax")
 

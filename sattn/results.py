@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ClaimFailed", "Result", "check"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["ClaimFailed", "Result", "check"]
+__all__ = [*__flat__]
 
 
 class Result:

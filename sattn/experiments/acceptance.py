@@ -82,43 +82,19 @@ from .store import (
 )
 from .target import draw_generator, prepare_target
 
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = []
+# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
-    "ACCEPTANCE_PROFILES",
-    "AcceptanceTask",
-    "BoxCoxProfile",
-    "Calibration",
-    "DECADES_DMIN_MEAN",
-    "Decision",
-    "LawFitW",
-    "NoiseModel",
-    "PRIMARY_MIN_L",
-    "QUANTILES",
-    "WINDOWS",
-    "acceptance_tasks",
-    "accepted_draw_bits",
-    "analyse_setting",
-    "boxcox_profile",
-    "calibrate",
-    "compare_model",
-    "curve_quantiles",
-    "curves_by_setting",
-    "curves_noise_model",
-    "decades_noise_model",
-    "SIGMA_REL_PRIOR",
-    "decide",
-    "design_widths",
-    "extend_widths",
-    "fit_laws",
-    "load_acceptance",
-    "measure_curve",
-    "pooled_series",
-    "probit_fit",
-    "reproduce_acceptance",
-    "synthetic_laws",
-    "count_accepted",
-    "run_acceptance_task",
-    "wilson_interval",
-    "window_table",
+    *__flat__,
+    "ACCEPTANCE_PROFILES", "AcceptanceTask", "BoxCoxProfile", "Calibration", "DECADES_DMIN_MEAN",
+    "Decision", "LawFitW", "NoiseModel", "PRIMARY_MIN_L", "QUANTILES", "WINDOWS",
+    "acceptance_tasks", "accepted_draw_bits", "analyse_setting", "boxcox_profile", "calibrate",
+    "compare_model", "curve_quantiles", "curves_by_setting", "curves_noise_model",
+    "decades_noise_model", "SIGMA_REL_PRIOR", "decide", "design_widths", "extend_widths",
+    "fit_laws", "load_acceptance", "measure_curve", "pooled_series", "probit_fit",
+    "reproduce_acceptance", "synthetic_laws", "count_accepted", "run_acceptance_task",
+    "wilson_interval", "window_table",
 ]
 
 #: The quantiles of p(d) that are estimated (d_05 is a check, d_50 is the statistic of the test).

@@ -55,7 +55,10 @@ from .setups import SETUPS
 from .store import _versions
 from .target import draw_generator
 
-__all__ = ["batching", "compare", "large", "main", "peak_memory"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = []
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "batching", "compare", "large", "main", "peak_memory"]
 
 SETUP = "k2-g2-e7-0.5"
 ROOT = 777

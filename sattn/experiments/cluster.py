@@ -31,7 +31,10 @@ else:
 from .setups import ExperimentError
 from .store import _versions, exit_with_parent
 
-__all__ = ["connect", "run_on_cluster"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = []
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "connect", "run_on_cluster"]
 
 #: Seconds to wait for the scheduler at an address before giving up.
 CONNECT_TIMEOUT = 10

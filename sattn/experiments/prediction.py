@@ -98,30 +98,16 @@ from .engine import FastEngine
 from .setups import ROOT_SEED, SETUPS, ExperimentError, get_profile, grid_values, make_tasks
 from .target import SparseTarget, draw_generator, prepare_target
 
-__all__ = [
-    "RowTypes",
-    "predict_d50",
-    "regular_row_types",
-    "row_types_from_blocks",
-    "stream_regular_blocks",
-    "Comparison",
-    "DminPrediction",
-    "DrawPrediction",
-    "ModelCheck",
-    "RowPrediction",
-    "check_error_model",
-    "check_offsupport_max",
-    "check_row_dependence",
-    "check_success_probability",
-    "compare_measured",
-    "draw_success_probability",
-    "naive_dmin",
-    "offsupport_pass",
-    "predict_dmin",
-    "predict_setup",
-    "row_pass_probability",
-    "sample_target",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "RowTypes", "predict_d50", "regular_row_types", "row_types_from_blocks",
+    "stream_regular_blocks", "Comparison", "DminPrediction", "DrawPrediction", "ModelCheck",
+    "check_error_model", "check_offsupport_max", "check_row_dependence",
+    "check_success_probability", "compare_measured", "draw_success_probability", "naive_dmin",
+    "predict_dmin", "predict_setup", "sample_target",
 ]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "RowPrediction", "offsupport_pass", "row_pass_probability"]
 
 _DEFAULT_SAMPLES = 1 << 17
 

@@ -74,7 +74,10 @@ from .store import (
 )
 from .target import draw_generator
 
-__all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["fit_log", "load_figure", "reproduce", "run_task"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "dmin_search"]
 
 
 # ----------------------------------------------------------------------------- one task

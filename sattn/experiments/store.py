@@ -32,8 +32,14 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "exit_with_parent",
-           "filesystem_error", "read_manifest", "write_manifest"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["StoreError", "StoreWarning"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [
+    *__flat__,
+    "OutputLock", "TaskStore", "exit_with_parent", "filesystem_error", "read_manifest",
+    "write_manifest",
+]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
 MANIFEST_DIGEST = "manifest_sha256"

@@ -48,21 +48,13 @@ from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import check_lower_triangular
 
-__all__ = [
-    "Approximation",
-    "ConstructionFailed",
-    "Theorem1Constants",
-    "approximate",
-    "default_max_draws",
-    "draw_input",
-    "factorize",
-    "fixed_weights",
-    "logit_target",
-    "sample_stiefel",
-    "theorem1_bound",
-    "theorem1_constants",
-    "theorem1_crossover",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "Approximation", "ConstructionFailed", "Theorem1Constants", "approximate", "default_max_draws",
+    "draw_input", "factorize", "fixed_weights", "logit_target", "sample_stiefel", "theorem1_bound",
+    "theorem1_constants", "theorem1_crossover",
 ]
+__all__ = [*__flat__]
 
 METHODS = ("svd", "direct")
 

@@ -28,7 +28,10 @@ import re
 import shutil
 import sys
 
-__all__ = ["portable_text", "portable_notebook", "pre_save_hook", "lab_command", "main"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = []
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "portable_text", "portable_notebook", "pre_save_hook", "lab_command", "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

@@ -26,7 +26,9 @@ from .._validate import check_size
 from .plotting import MAX_DPI
 from .plotting import figure_to_png
 
-__all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
+__all__ = [*__flat__]
 
 
 def _format_value(v) -> str:

@@ -14,7 +14,9 @@ import numpy as np
 
 from .._validate import as_float_array, as_vector, check_int, check_size
 
-__all__ = ["boltzmann", "boltzmann_mp", "boltzmann_average"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["boltzmann", "boltzmann_mp", "boltzmann_average"]
+__all__ = [*__flat__]
 
 
 def boltzmann(a, *, axis: int = -1) -> np.ndarray | float:

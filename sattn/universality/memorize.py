@@ -29,14 +29,12 @@ from ..results import Result
 from .contextual import _key, as_sequences, tokenwise_separation, vocabulary
 from .rank_one import RankOneContextualMapping, projection_vector, rank_one_contextual_mapping
 
-__all__ = [
-    "check_consistent_labels",
-    "interpolating_ffn",
-    "MemorizationReport",
-    "OneLayerTransformer",
-    "memorize",
-    "memorize_with_positions",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "check_consistent_labels", "interpolating_ffn", "MemorizationReport", "OneLayerTransformer",
+    "memorize", "memorize_with_positions",
 ]
+__all__ = [*__flat__]
 
 
 def _labels(Xs, Ys):

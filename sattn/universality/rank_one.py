@@ -28,15 +28,12 @@ from .contextual import (
     check_separated,
 )
 
-__all__ = [
-    "ProjectionReport",
-    "projection_vector",
-    "Theorem2Constants",
-    "theorem2_constants",
-    "adaptive_lambda",
-    "RankOneContextualMapping",
-    "rank_one_contextual_mapping",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "ProjectionReport", "projection_vector", "Theorem2Constants", "theorem2_constants",
+    "adaptive_lambda", "RankOneContextualMapping", "rank_one_contextual_mapping",
 ]
+__all__ = [*__flat__]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The package's layout: imports go one way, none is function-local, the flat API is complete.
+"""The package's layout: imports go one way, none is function-local, the flat API follows its rule.
 
 Every module's imports are read with ``ast`` (nothing is executed), so a violation is reported with
 the file, the line and the rule it breaks.
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import re
 import subprocess
 import sys
 import tomllib
+import typing
 from importlib.metadata import version
 from pathlib import Path
 
@@ -165,6 +167,115 @@ def test_flat_api_is_complete_and_points_to_the_defining_modules():
         assert getattr(importlib.import_module(module), name) is obj, (name, module)
         assert not any(p.startswith("_") for p in module.split(".")[1:]), (
             f"sattn.{name} is defined in the private module {module}")
+
+
+# ------------------------------------------------------------------ the rule of the flat API
+#: Every module of the package, imported (the rule is about the objects, not the text).
+LOADED = {m: importlib.import_module(m) for m, _ in MODULES if m not in ("sattn.__main__",)}
+#: The modules with public names: every module but the package's root, the private ones and the
+#: subpackages' __init__ files (which hold only a docstring, or re-export a subpackage's rooms).
+PUBLIC_MODULES = {m: mod for m, mod in LOADED.items()
+                  if m != "sattn" and not any(p.startswith("_") for p in m.split(".")[1:])
+                  and hasattr(mod, "__all__")}
+
+
+def _public_names():
+    """``(module, name, object)`` for every name in a module's ``__all__`` that it defines."""
+    for m, mod in PUBLIC_MODULES.items():
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if getattr(obj, "__module__", m) == m or not callable(obj):
+                yield m, name, obj
+
+
+def test_every_module_lists_its_flat_names_first_and_the_root_builds_all_from_them():
+    """``__flat__`` is a prefix of ``__all__``; ``sattn.__all__`` is their concatenation, once."""
+    rooms = {room.__name__ for room in sattn._ROOMS}
+    for m, mod in PUBLIC_MODULES.items():
+        if m in {"sattn.patterns", "sattn.universality", "sattn.presentation", "sattn.experiments"}:
+            continue
+        assert hasattr(mod, "__flat__"), f"{m} has __all__ but no __flat__"
+        assert list(mod.__all__[:len(mod.__flat__)]) == list(mod.__flat__), (
+            f"{m}: __all__ must start with the __flat__ names (written once, as [*__flat__, ...])")
+        assert len(set(mod.__all__)) == len(mod.__all__), f"{m}: a name twice in __all__"
+        assert m in rooms or not mod.__flat__, f"{m} has flat names but is not in sattn._ROOMS"
+    flat = [name for room in sattn._ROOMS for name in room.__flat__]
+    assert sattn.__all__ == flat and len(set(flat)) == len(flat), "a flat name is in two modules"
+    for room in sattn._ROOMS:
+        for name in room.__flat__:
+            assert getattr(sattn, name) is getattr(room, name), (room.__name__, name)
+    tree = ast.parse((PKG / "__init__.py").read_text())
+    words = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    words |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    words |= {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.alias) for a in [node]}
+    written = sorted(words & set(flat))
+    assert not written, f"sattn/__init__.py writes flat names again (build them from __flat__): {written}"
+
+
+def _sattn_classes(hint):
+    out = set()
+    if isinstance(hint, type) and hint.__module__.startswith("sattn."):
+        out.add(hint)
+    for arg in typing.get_args(hint):
+        out |= _sattn_classes(arg)
+    return out
+
+
+def test_classes_that_flat_functions_return_or_take_are_flat():
+    """The rule's second clause: what a flat function or a flat class's method returns or takes."""
+    flat = set(sattn.__all__)
+    missing = set()
+    for name in sattn.__all__:
+        obj = getattr(sattn, name)
+        if isinstance(obj, type):
+            funcs = [f for k, f in vars(obj).items() if inspect.isfunction(f) and not k.startswith("_")]
+        else:
+            funcs = [obj] if inspect.isfunction(obj) else []
+        for f in funcs:
+            for hint in typing.get_type_hints(f).values():
+                missing |= {(name, c.__name__) for c in _sattn_classes(hint) if c.__name__ not in flat}
+    assert not missing, f"(flat name, the class it returns or takes, which is not flat): {missing}"
+
+
+def test_every_exception_and_warning_is_flat():
+    """The rule's third clause: a reader catches the package's errors as ``sattn.<Error>``."""
+    errors = {n for _, n, obj in _public_names() if isinstance(obj, type) and issubclass(obj, BaseException)}
+    assert errors and errors <= set(sattn.__all__), sorted(errors - set(sattn.__all__))
+
+
+#: What stays in its module, and why (the rule's last clause): machinery, not subject.
+MODULE_ONLY = {
+    "sattn.experiments.acceptance": "the pre-registered experiment, reached as a module",
+    "sattn.experiments.bench": "the benchmark command",
+    "sattn.experiments.cluster": "the Dask runner of the engine",
+    "sattn.presentation.lab": "the lab command",
+}
+
+
+def test_machinery_modules_have_no_flat_names_and_the_rest_have_some():
+    for m, mod in PUBLIC_MODULES.items():
+        if not hasattr(mod, "__flat__"):
+            continue
+        if m in MODULE_ONLY:
+            assert not mod.__flat__, f"{m} is machinery ({MODULE_ONLY[m]}): nothing of it is flat"
+        else:
+            assert mod.__flat__, f"{m}: a subject module with no flat name (add it to MODULE_ONLY?)"
+
+
+def test_chapters_call_only_flat_names():
+    """Every ``sattn.<name>`` a chapter's code uses is flat, a subpackage or the acceptance module."""
+    modules = {"experiments", "patterns", "universality", "presentation", "precision", "frontier"}
+    bad = {}
+    for md in sorted((REPO / "chapters").glob("*.md")):
+        cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", md.read_text(), re.S)
+        used = {n for c in cells for n in re.findall(r"\bsattn\.(\w+)", c)}
+        code = [re.sub(r"#[^\n]*", "", c) for c in cells]
+        names = {n for c in code for m in re.finditer(r"from sattn import (\([^)]*\)|[^\n]*)", c)
+                 for n in re.findall(r"\w+", m.group(1))}
+        wrong = sorted((used | names) - set(sattn.__all__) - modules - {"__version__"})
+        if wrong:
+            bad[md.name] = wrong
+    assert not bad, f"chapters use names that are not flat: {bad}"
 
 
 def test_version_comes_from_the_package_metadata():
