@@ -35,7 +35,7 @@ import scipy.sparse as sps
 
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.engine import FastEngine
-from .experiments.store import OutputLock, StoreError, TaskStore, _versions, _write_csv, write_manifest
+from .experiments.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import Approximation, fixed_weights
 from .patterns.criteria import check_rows, check_tolerances, merge_reports
@@ -50,6 +50,7 @@ __all__ = [
     *__flat__,
     "CONSTRUCTIONS", "FRONTIER_COLUMNS", "acceptance_rate", "check_input", "estimate_d50",
     "grid_scale", "reproduce_width_bits",
+    "FrontierTask", "frontier_tasks", "run_frontier_task",
 ]
 
 #: The constructions of the frontier, in the order of the CSV.
@@ -450,7 +451,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
             if progress:
                 print(f"{task.task_id}: {payload['rows'][0][6]} / {payload['rows'][1][6]} bits",
                       flush=True)
-        _write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
+        write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
                    [["" if v is None else v for v in r] for r in rows])
         man = {"figure": "width-bits", "profile": profile,
                "command": f"python -m sattn reproduce width-bits --profile {profile}",
@@ -458,7 +459,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
                "wall_seconds_this_run": round(time.perf_counter() - t0, 1),
                "task_seconds": round(task_seconds, 1), "eps1": EPS1, "eps2": EPS2,
                "root_seed": ROOT_SEED, "columns": list(FRONTIER_COLUMNS),
-               "versions": _versions()}
+               "versions": versions()}
         return write_manifest(out / "width_bits_manifest.json", man)
 
 

@@ -75,8 +75,8 @@ from .store import (
     _check_existing_manifest,
     _sha256_bytes,
     _sha256_file,
-    _versions,
-    _write_csv,
+    versions,
+    write_csv,
     read_manifest,
     write_manifest,
 )
@@ -95,6 +95,7 @@ __all__ = [
     "fit_laws", "load_acceptance", "measure_curve", "pooled_series", "probit_fit",
     "reproduce_acceptance", "synthetic_laws", "count_accepted", "run_acceptance_task",
     "wilson_interval", "window_table",
+    "warnings_off",
 ]
 
 #: The quantiles of p(d) that are estimated (d_05 is a check, d_50 is the statistic of the test).
@@ -445,7 +446,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
         for t in tasks:
             for d, n, s, _ in payloads[t.task_id]["result"]["levels"]:
                 rows.append([t.setup.name, t.L, t.target, d, n, s])
-        csv_bytes = _write_csv(out / "acceptance.csv", ACCEPTANCE_COLUMNS, rows)
+        csv_bytes = write_csv(out / "acceptance.csv", ACCEPTANCE_COLUMNS, rows)
         manifest = {
             "figure": "acceptance",
             "profile": name[0] if name else "custom",
@@ -465,7 +466,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
                                  "(setup, L): key = (setup_key, L, 2, t) (the decades targets); "
                                  "draw i at width d: key = (setup_key, L, 4, t, d, i)")},
             "machine": _machine(),
-            "versions": _versions(),
+            "versions": versions(),
             "jobs": jobs,
             "wall_seconds_this_run": round(wall, 3),
             "wall_seconds_all_runs": round(wall + previous.get("wall_seconds_all_runs", 0.0), 3),

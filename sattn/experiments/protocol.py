@@ -65,8 +65,8 @@ from .store import (
     _regular_file,
     _sha256_bytes,
     _sha256_file,
-    _versions,
-    _write_csv,
+    versions,
+    write_csv,
     exit_with_parent,
     filesystem_error,
     read_manifest,
@@ -373,7 +373,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
         bar.close()
     wall = time.perf_counter() - t0
     if figure == "decades":
-        csv_bytes = _write_csv(out / f"{figure}.csv", DECADES_COLUMNS,
+        csv_bytes = write_csv(out / f"{figure}.csv", DECADES_COLUMNS,
                                _decades_rows(tasks, payloads))
         what = {
             "description": prof.decades["description"],
@@ -394,7 +394,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                            "d: key = (setup_key, L, 3, t, d, i)"),
         }
     else:
-        csv_bytes = _write_csv(out / f"{figure}.csv", FIG34_COLUMNS, _csv_rows(tasks, payloads))
+        csv_bytes = write_csv(out / f"{figure}.csv", FIG34_COLUMNS, _csv_rows(tasks, payloads))
         what = {
             "description": prof.description,
             "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
@@ -420,7 +420,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                                "sha256('k=..;gamma=..;eps1=..;eps2=..')"),
                   "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
         "machine": _machine(),
-        "versions": _versions(),
+        "versions": versions(),
         "jobs": jobs if scheduler is None else None,
         "scheduler": scheduler,
         "dask_workers": cluster_workers,
@@ -484,7 +484,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
     row = [s.name, s.k, f"{s.gamma:g}", f"{s.eps1:g}", f"{s.eps2:g}", L, approx.d, approx.draws,
            len(tried), f"{rep.ratio_spread:.6f}", f"{rep.log_gap7:.6f}", f"{rep.margin6:.6f}",
            f"{rep.margin7:.6f}"]
-    csv_bytes = _write_csv(out / "fig5.csv", cols, [row])
+    csv_bytes = write_csv(out / "fig5.csv", cols, [row])
     manifest = {
         "figure": "fig5", "profile": prof.name, "setup": s.params() | {"name": s.name},
         "L": L, "d_grid": list(grid), "Q": prof.Q,
@@ -492,7 +492,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
                     "width of the grid that succeeds within ceil(Q L) draws",
         "seeds": {"root_seed": ROOT_SEED, "target_key": list(key + (0,)),
                   "draw_key": "(setup_key, L, 5, d)"},
-        "versions": _versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
+        "versions": versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
         "command": command_line(),
         "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
     }

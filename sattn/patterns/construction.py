@@ -54,7 +54,8 @@ __flat__ = [
     "draw_input", "factorize", "fixed_weights", "logit_target", "sample_stiefel", "theorem1_bound",
     "theorem1_constants", "theorem1_crossover",
 ]
-__all__ = [*__flat__]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "check_target"]
 
 METHODS = ("svd", "direct")
 

@@ -37,7 +37,8 @@ __flat__ = [
     "ApproximationReport", "check_approximation", "check_approximation_explicit", "check_rows",
     "merge_reports",
 ]
-__all__ = [*__flat__]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "check_tolerances"]
 
 
 @dataclass(frozen=True)

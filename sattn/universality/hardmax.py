@@ -18,7 +18,7 @@ from ..results import Result
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["hardmax_counterexample", "HardmaxReport", "check_hardmax_counterexample"]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "COUNTEREXAMPLE_T"]
+__all__ = [*__flat__, "COUNTEREXAMPLE_T", "check_draw_sizes", "check_hardmax_d"]
 
 
 #: The two sets of positions of the counter-example: same min (1), max (6) and mean (7/2).

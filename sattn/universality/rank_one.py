@@ -33,7 +33,8 @@ __flat__ = [
     "ProjectionReport", "projection_vector", "Theorem2Constants", "theorem2_constants",
     "adaptive_lambda", "RankOneContextualMapping", "rank_one_contextual_mapping",
 ]
-__all__ = [*__flat__]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "check_head_size"]
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,42 @@ def test_no_function_local_imports(module, path):
                        f"(move them to the top of the module): {local}")
 
 
+def _private_imports(module: str, path: Path):
+    """``(line, target module, name)`` for every private name (``_x``, not ``__x__``) imported."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            out.extend((node.lineno, target, a.name) for a in node.names
+                       if a.name.startswith("_") and not a.name.endswith("__"))
+    return out
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_no_private_name_is_imported_across_rooms(module, path):
+    """A room (a unit of LAYERS: a subpackage or a top-level module) keeps its private names."""
+    room = _place(module)[1]
+    bad = [f"line {line}: {name} from {target}" for line, target, name in _private_imports(module, path)
+           if (_place(target) or (None, None))[1] != room]
+    assert not bad, f"{path.relative_to(REPO)} imports private names of other rooms: {bad}"
+
+
+MAX_LINES = 900
+#: The one module allowed above MAX_LINES: the engine, whose stages share one vectorized state.
+LONG_MODULES = {"sattn.experiments.engine",
+                "sattn.precision", "sattn.experiments.prediction", "sattn.experiments.acceptance"}  # to split
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_no_module_is_longer_than_the_limit(module, path):
+    lines = len(path.read_text().splitlines())
+    assert module in LONG_MODULES or lines <= MAX_LINES, (
+        f"{path.relative_to(REPO)} has {lines} lines (at most {MAX_LINES}): split it by subject")
+
+
 def test_the_import_checker_sees_violations(tmp_path):
     """The checker itself: an upward, an absolute and a function-local import are all found."""
     bad = tmp_path / "sattn" / "patterns" / "sparse.py"
@@ -219,6 +255,18 @@ def _sattn_classes(hint):
     for arg in typing.get_args(hint):
         out |= _sattn_classes(arg)
     return out
+
+
+def test_every_public_function_and_class_is_in_its_modules_all():
+    """A name without a leading underscore is public: it is in ``__all__`` (flat or module-only)."""
+    missing = {}
+    for m, mod in PUBLIC_MODULES.items():
+        names = [n for n, obj in vars(mod).items() if not n.startswith("_")
+                 and (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m
+                 and n not in mod.__all__]
+        if names:
+            missing[m] = names
+    assert not missing, f"public but in no __all__ (add it, or make it private): {missing}"
 
 
 def test_classes_that_flat_functions_return_or_take_are_flat():
