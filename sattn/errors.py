@@ -12,9 +12,7 @@ References
 
 from __future__ import annotations
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = ["SizeTooLargeError"]
-__all__ = [*__flat__]
+__flat__ = __all__ = ["SizeTooLargeError"]
 
 
 class SizeTooLargeError(ValueError):

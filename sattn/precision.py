@@ -52,8 +52,7 @@ from .universality.memorize import OneLayerTransformer
 from .universality.rank_one import RankOneContextualMapping
 from .universality.universal import TwoLayerModel
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = [
+__flat__ = __all__ = [
     "FORMATS", "FormatOverflow", "MODES", "FloatFormat", "float_format", "round_to",
     "FormatArithmetic", "PrecisionReport", "attention_matrix_in", "column_attention_in",
     "feed_forward_in", "model_in", "round_model", "algorithm1_precision", "algorithm1_bits_needed",
@@ -61,7 +60,6 @@ __flat__ = [
     "memorization_precision", "memorization_bits_needed", "approximation_precision",
     "smallest_bits", "smallest_format",
 ]
-__all__ = [*__flat__]
 
 #: The named formats, widest first.
 FORMATS = ("float64", "float32", "bfloat16", "float16")

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = ["ClaimFailed", "Result", "check"]
-__all__ = [*__flat__]
+__flat__ = __all__ = ["ClaimFailed", "Result", "check"]
 
 
 class Result:

@@ -82,9 +82,8 @@ from .store import (
 )
 from .target import draw_generator, prepare_target
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = []
-# The module's public names: the flat ones, then those that stay in this module.
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
 __all__ = [
     *__flat__,
     "ACCEPTANCE_PROFILES", "AcceptanceTask", "BoxCoxProfile", "Calibration", "DECADES_DMIN_MEAN",

@@ -55,9 +55,8 @@ from .setups import SETUPS
 from .store import versions
 from .target import draw_generator
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = []
-# The module's public names: the flat ones, then those that stay in this module.
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
 __all__ = [*__flat__, "batching", "compare", "large", "main", "peak_memory"]
 
 SETUP = "k2-g2-e7-0.5"

@@ -31,9 +31,8 @@ else:
 from .setups import ExperimentError
 from .store import versions, exit_with_parent
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = []
-# The module's public names: the flat ones, then those that stay in this module.
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
 __all__ = [*__flat__, "connect", "run_on_cluster", "check_scheduler", "n_workers"]
 
 #: Seconds to wait for the scheduler at an address before giving up.

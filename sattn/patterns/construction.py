@@ -48,13 +48,20 @@ from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import check_lower_triangular
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
-    "Approximation", "ConstructionFailed", "Theorem1Constants", "approximate", "default_max_draws",
-    "draw_input", "factorize", "fixed_weights", "logit_target", "sample_stiefel", "theorem1_bound",
+    "Approximation",
+    "ConstructionFailed",
+    "Theorem1Constants",
+    "approximate",
+    "default_max_draws",
+    "draw_input",
+    "factorize",
+    "fixed_weights",
+    "logit_target",
+    "sample_stiefel",
+    "theorem1_bound",
     "theorem1_constants", "theorem1_crossover",
 ]
-# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "check_target"]
 
 METHODS = ("svd", "direct")

@@ -34,11 +34,9 @@ from .construction import check_target, logit_target
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = [
+__flat__ = __all__ = [
     "OptimizedLogits", "WidthSearch", "moment_curve_logits", "optimize_logits", "smallest_width",
 ]
-__all__ = [*__flat__]
 
 
 @dataclass(frozen=True)

@@ -46,15 +46,24 @@ from ..results import Result
 
 #: The largest L for which numpy can address a dense L x L float64 array.
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = [
-    "PatternError", "PatternReport", "band_pattern", "block_pattern",
-    "check_gamma_variation_bounded", "check_k_nonzero_bounded", "check_lower_triangular",
-    "check_right_stochastic", "pattern_parameters", "permutation_pattern",
-    "require_gamma_variation_bounded", "require_k_nonzero_bounded", "require_lower_triangular",
-    "require_right_stochastic", "sample_sparse", "strided_pattern",
+__flat__ = __all__ = [
+    "PatternError",
+    "PatternReport",
+    "band_pattern",
+    "block_pattern",
+    "check_gamma_variation_bounded",
+    "check_k_nonzero_bounded",
+    "check_lower_triangular",
+    "check_right_stochastic",
+    "pattern_parameters",
+    "permutation_pattern",
+    "require_gamma_variation_bounded",
+    "require_k_nonzero_bounded",
+    "require_lower_triangular",
+    "require_right_stochastic",
+    "sample_sparse",
+    "strided_pattern",
 ]
-__all__ = [*__flat__]
 
 
 class PatternError(ValueError):

@@ -40,12 +40,10 @@ from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import _finish
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = [
+__flat__ = __all__ = [
     "NestedSupports", "enumerate_supports", "nested_supports_example", "regular_pattern",
     "support_count", "width_bits_lower_bound",
 ]
-__all__ = [*__flat__]
 
 #: Largest ``L`` for :func:`support_count` (non-causal: the dynamic programme over column
 #: capacities has ``C(L + k, k)`` states; causal: an integer with ``~ k L log2 L`` bits).

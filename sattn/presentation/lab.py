@@ -28,9 +28,8 @@ import re
 import shutil
 import sys
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = []
-# The module's public names: the flat ones, then those that stay in this module.
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
 __all__ = [*__flat__, "portable_text", "portable_notebook", "pre_save_hook", "lab_command", "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

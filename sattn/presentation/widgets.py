@@ -26,9 +26,7 @@ from .._validate import check_size
 from .plotting import MAX_DPI
 from .plotting import figure_to_png
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
-__all__ = [*__flat__]
+__flat__ = __all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
 
 
 def _format_value(v) -> str:

@@ -18,12 +18,14 @@ import numpy as np
 from .._validate import as_float_array, check_real
 from ..results import Result
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
-    "vocabulary", "SeparationReport", "tokenwise_separation", "check_separated",
-    "ContextualReport", "contextual_mapping_report",
+    "vocabulary",
+    "SeparationReport",
+    "tokenwise_separation",
+    "check_separated",
+    "ContextualReport",
+    "contextual_mapping_report",
 ]
-# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "as_sequences"]
 
 

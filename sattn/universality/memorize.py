@@ -29,12 +29,14 @@ from ..results import Result
 from .contextual import _key, as_sequences, tokenwise_separation, vocabulary
 from .rank_one import RankOneContextualMapping, projection_vector, rank_one_contextual_mapping
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = [
-    "check_consistent_labels", "interpolating_ffn", "MemorizationReport", "OneLayerTransformer",
-    "memorize", "memorize_with_positions",
+__flat__ = __all__ = [
+    "check_consistent_labels",
+    "interpolating_ffn",
+    "MemorizationReport",
+    "OneLayerTransformer",
+    "memorize",
+    "memorize_with_positions",
 ]
-__all__ = [*__flat__]
 
 
 def _labels(Xs, Ys):

@@ -28,12 +28,14 @@ from .contextual import (
     check_separated,
 )
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
-    "ProjectionReport", "projection_vector", "Theorem2Constants", "theorem2_constants",
-    "adaptive_lambda", "RankOneContextualMapping", "rank_one_contextual_mapping",
+    "ProjectionReport",
+    "projection_vector",
+    "Theorem2Constants", "theorem2_constants",
+    "adaptive_lambda",
+    "RankOneContextualMapping",
+    "rank_one_contextual_mapping",
 ]
-# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "check_head_size"]
 
 

@@ -23,11 +23,12 @@ from ..layers import AttentionHead, FeedForward, feed_forward, multihead_attenti
 from ..results import Result
 from .memorize import interpolating_ffn
 
-# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
-    "quantizer_ffn", "TwoLayerModel", "UniversalApproximationReport", "two_layer_approximation",
+    "quantizer_ffn",
+    "TwoLayerModel",
+    "UniversalApproximationReport",
+    "two_layer_approximation",
 ]
-# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "multihead_attention_batch"]
 
 
