@@ -38,7 +38,7 @@ _ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
     "experiments.target", "experiments.engine", "experiments.setups", "experiments.store",
     "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
     "experiments.bench", "experiments.prediction", "experiments.acceptance",
-    "precision", "frontier",
+    "precision.formats", "precision.forward", "precision.thresholds", "frontier",
 ))
 
 __all__ = [name for room in _ROOMS for name in room.__flat__]
