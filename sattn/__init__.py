@@ -37,7 +37,9 @@ _ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
     "presentation.plotting", "presentation.widgets", "presentation.lab",
     "experiments.target", "experiments.engine", "experiments.setups", "experiments.store",
     "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
-    "experiments.bench", "experiments.prediction", "experiments.acceptance",
+    "experiments.bench", "experiments.prediction.results", "experiments.prediction.row_model",
+    "experiments.prediction.row_types", "experiments.prediction.dmin",
+    "experiments.prediction.checks", "experiments.acceptance",
     "precision.formats", "precision.forward", "precision.thresholds", "frontier",
 ))
 
