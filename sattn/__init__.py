@@ -39,7 +39,8 @@ _ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
     "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
     "experiments.bench", "experiments.prediction.results", "experiments.prediction.row_model",
     "experiments.prediction.row_types", "experiments.prediction.dmin",
-    "experiments.prediction.checks", "experiments.acceptance",
+    "experiments.prediction.checks", "experiments.acceptance.design",
+    "experiments.acceptance.analysis",
     "precision.formats", "precision.forward", "precision.thresholds", "frontier",
 ))
 
