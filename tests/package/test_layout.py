@@ -334,6 +334,14 @@ def test_version_comes_from_the_package_metadata():
     assert _version._source_version() == meta["version"]
 
 
+def test_the_version_is_read_in_one_place():
+    """Only sattn/_version.py reads ``project.version``; tools/book_version.py loads that file."""
+    readers = [str(p.relative_to(REPO)) for folder in ("sattn", "tools")
+               for p in sorted((REPO / folder).rglob("*.py"))
+               if re.search(r"""\[["']project["']\]\s*\[["']version["']\]""", p.read_text())]
+    assert readers == ["sattn/_version.py"], readers
+
+
 def test_chapters_use_the_flat_api_only():
     """Chapters import ``sattn`` or names from it, never its modules (private ones least of all)."""
     pat = re.compile(r"^\s*(?:from\s+sattn\.\w|import\s+sattn\.)|\bsattn\._\w", re.M)
