@@ -248,6 +248,21 @@ def test_every_module_lists_its_flat_names_first_and_the_root_builds_all_from_th
     assert not written, f"sattn/__init__.py writes flat names again (build them from __flat__): {written}"
 
 
+@pytest.mark.parametrize("package", ["sattn.precision", "sattn.experiments.prediction",
+                                     "sattn.experiments.acceptance"])
+def test_a_module_split_into_a_package_keeps_its_import_paths(package):
+    """``sattn.precision.X`` (and the two others) still work: the package re-exports every public
+    name of its modules, taken from their own ``__all__``."""
+    pkg = importlib.import_module(package)
+    modules = [LOADED[m] for m in LOADED if m.startswith(package + ".")]
+    assert modules, package
+    names = [n for mod in modules for n in mod.__all__]
+    assert sorted(pkg.__all__) == sorted(names) and len(set(names)) == len(names)
+    for mod in modules:
+        for n in mod.__all__:
+            assert getattr(pkg, n) is getattr(mod, n), (package, n)
+
+
 def _sattn_classes(hint):
     out = set()
     if isinstance(hint, type) and hint.__module__.startswith("sattn."):
