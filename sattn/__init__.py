@@ -5,329 +5,44 @@ protocol (:mod:`sattn.results`) at the bottom; then the attention matrices (:mod
 row convention) and layers (:mod:`sattn.layers`, column convention); then the mathematics of
 Part I (:mod:`sattn.patterns`) and of Part II (:mod:`sattn.universality`), which do not import each
 other, beside the presentation helpers (:mod:`sattn.presentation`); then the experiments
-(:mod:`sattn.experiments`) beside the constructions in finite precision (:mod:`sattn.precision`); then the command line (``python -m sattn``). Every public function
-cites the equation or theorem it implements and the chapter that explains it.
+(:mod:`sattn.experiments`) beside the constructions in finite precision (:mod:`sattn.precision`);
+then the command line (``python -m sattn``). Every public function cites the equation or theorem it
+implements and the chapter that explains it.
 
-The chapters use the flat API: every name in ``sattn.__all__`` is importable as ``sattn.<name>``.
+**The flat API and its rule.** Every name in ``sattn.__all__`` is importable as ``sattn.<name>``,
+which is how the chapters use it. A name is *flat* when a chapter or a reader calls it or holds what
+it returns: the book's functions, the classes that flat functions and methods return or take
+(results, reports, models, records, formats), every exception and warning the package raises, and
+the registries the chapters read (``SETUPS``, ``PROFILES``, ``LAWS``, ``FORMATS``, ``MODES``). A
+name *stays in its module* when it is machinery rather than subject: the engine's tuning constants
+and stages, the store, the cluster, the benchmark and the lab command, helpers that a flat function
+calls for itself, and the pre-registered acceptance experiment, whose code the registration froze
+and which the chapters reach as the module ``sattn.experiments.acceptance``. Each module lists its
+flat names in ``__flat__`` and all its public names in ``__all__`` (the flat ones first);
+``sattn.__all__`` is built from the ``__flat__`` lists below, so no name is written twice, and
+``tests/package/test_layout.py`` checks every public name of every module against the rule.
 """
 
-from ._version import __version__ as __version__
-from .errors import SizeTooLargeError
-from .results import ClaimFailed, Result, check
-from .attention import attention_logits, causal_mask, row_softmax, sam, self_attention, usam
-from .layers import (
-    AttentionHead,
-    FeedForward,
-    column_softmax,
-    feed_forward,
-    hardmax,
-    multihead_attention,
-    transformer_block,
-)
-from .patterns.sparse import (
-    PatternError,
-    PatternReport,
-    band_pattern,
-    block_pattern,
-    check_gamma_variation_bounded,
-    check_k_nonzero_bounded,
-    check_lower_triangular,
-    check_right_stochastic,
-    pattern_parameters,
-    permutation_pattern,
-    require_gamma_variation_bounded,
-    require_k_nonzero_bounded,
-    require_lower_triangular,
-    require_right_stochastic,
-    sample_sparse,
-    strided_pattern,
-)
-from .patterns.criteria import (
-    ApproximationReport,
-    check_approximation,
-    check_approximation_explicit,
-    check_rows,
-    merge_reports,
-)
-from .patterns.construction import (
-    Approximation,
-    ConstructionFailed,
-    Theorem1Constants,
-    approximate,
-    default_max_draws,
-    draw_input,
-    factorize,
-    fixed_weights,
-    logit_target,
-    sample_stiefel,
-    theorem1_bound,
-    theorem1_crossover,
-    theorem1_constants,
-)
-from .patterns.optimize import (
-    OptimizedLogits,
-    WidthSearch,
-    moment_curve_logits,
-    optimize_logits,
-    smallest_width,
-)
-from .universality.boltzmann import boltzmann, boltzmann_average, boltzmann_mp
-from .universality.contextual import (
-    ContextualReport,
-    SeparationReport,
-    check_separated,
-    contextual_mapping_report,
-    tokenwise_separation,
-    vocabulary,
-)
-from .universality.hardmax import HardmaxReport, check_hardmax_counterexample, hardmax_counterexample
-from .universality.rank_one import (
-    ProjectionReport,
-    RankOneContextualMapping,
-    Theorem2Constants,
-    adaptive_lambda,
-    projection_vector,
-    rank_one_contextual_mapping,
-    theorem2_constants,
-)
-from .universality.memorize import (
-    MemorizationReport,
-    OneLayerTransformer,
-    check_consistent_labels,
-    interpolating_ffn,
-    memorize,
-    memorize_with_positions,
-)
-from .universality.universal import (
-    TwoLayerModel,
-    UniversalApproximationReport,
-    quantizer_ffn,
-    two_layer_approximation,
-)
-from .presentation.plotting import apply_style, figure_to_png, heatmap, subplots
-from .presentation.widgets import live_explorer, precomputed_explorer
-from .experiments.target import draw_generator
-from .experiments.engine import FastEngine
-from .experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
-from .experiments.reference import reference_level
-from .experiments.protocol import fit_log, load_figure, reproduce, run_task
-from .experiments.laws import LAWS, fit_law, judge_laws
-# the acceptance experiment and its registered analysis (ch 16-17): used as
-# sattn.experiments.acceptance, not (yet) part of the fuzzed flat API
-from .experiments import acceptance as _acceptance  # noqa: F401
-from .experiments.prediction import (  # the book's predictive estimate of d_min (ch 17)
-    check_error_model,
-    check_offsupport_max,
-    check_row_dependence,
-    check_success_probability,
-    compare_measured,
-    draw_success_probability,
-    naive_dmin,
-    predict_dmin,
-    predict_setup,
-    sample_target,
-)
-from .experiments.prediction import (  # the model at any length, from row types (width x bits)
-    RowTypes,
-    predict_d50,
-    regular_row_types,
-    row_types_from_blocks,
-    stream_regular_blocks,
-)
-from .patterns.supports import (  # the width x bits bound
-    NestedSupports,
-    enumerate_supports,
-    nested_supports_example,
-    regular_pattern,
-    support_count,
-    width_bits_lower_bound,
-)
-from .frontier import (  # every construction measured against the bound
-    fixed_point_bits,
-    float_format_bits,
-    load_width_bits,
-    round_fixed,
-)
-from .precision import (  # Part III: the constructions in finite precision
-    algorithm1_bits_needed,
-    algorithm1_precision,
-    approximation_precision,
-    attention_matrix_in,
-    column_attention_in,
-    contextual_bits_needed,
-    contextual_precision,
-    feed_forward_in,
-    float_format,
-    FloatFormat,
-    FormatArithmetic,
-    FormatOverflow,
-    FORMATS,
-    hardmax_bits_needed,
-    hardmax_precision,
-    memorization_bits_needed,
-    memorization_precision,
-    model_in,
-    MODES,
-    PrecisionReport,
-    round_model,
-    round_to,
-    smallest_bits,
-    smallest_format,
-)
+import importlib as _importlib
 
-__all__ = [
-    "SizeTooLargeError",
-    "Approximation",
-    "ConstructionFailed",
-    "Theorem1Constants",
-    "approximate",
-    "default_max_draws",
-    "draw_input",
-    "factorize",
-    "fixed_weights",
-    "logit_target",
-    "sample_stiefel",
-    "theorem1_bound",
-    "theorem1_crossover",
-    "theorem1_constants",
-    "ApproximationReport",
-    "check_approximation",
-    "check_approximation_explicit",
-    "check_rows",
-    "merge_reports",
-    "OptimizedLogits",
-    "WidthSearch",
-    "moment_curve_logits",
-    "optimize_logits",
-    "smallest_width",
-    "PatternError",
-    "PatternReport",
-    "band_pattern",
-    "block_pattern",
-    "check_gamma_variation_bounded",
-    "check_k_nonzero_bounded",
-    "check_lower_triangular",
-    "check_right_stochastic",
-    "pattern_parameters",
-    "permutation_pattern",
-    "require_gamma_variation_bounded",
-    "require_k_nonzero_bounded",
-    "require_lower_triangular",
-    "require_right_stochastic",
-    "sample_sparse",
-    "strided_pattern",
-    "attention_logits",
-    "causal_mask",
-    "row_softmax",
-    "sam",
-    "self_attention",
-    "usam",
-    "AttentionHead",
-    "FeedForward",
-    "column_softmax",
-    "feed_forward",
-    "hardmax",
-    "multihead_attention",
-    "transformer_block",
-    "ContextualReport",
-    "HardmaxReport",
-    "ProjectionReport",
-    "RankOneContextualMapping",
-    "SeparationReport",
-    "Theorem2Constants",
-    "adaptive_lambda",
-    "boltzmann",
-    "boltzmann_average",
-    "boltzmann_mp",
-    "check_hardmax_counterexample",
-    "check_separated",
-    "contextual_mapping_report",
-    "hardmax_counterexample",
-    "projection_vector",
-    "rank_one_contextual_mapping",
-    "theorem2_constants",
-    "tokenwise_separation",
-    "vocabulary",
-    "MemorizationReport",
-    "OneLayerTransformer",
-    "TwoLayerModel",
-    "UniversalApproximationReport",
-    "check_consistent_labels",
-    "interpolating_ffn",
-    "memorize",
-    "memorize_with_positions",
-    "quantizer_ffn",
-    "two_layer_approximation",
-    "ClaimFailed",
-    "Result",
-    "check",
-    "apply_style",
-    "figure_to_png",
-    "heatmap",
-    "subplots",
-    "live_explorer",
-    "precomputed_explorer",
-    "FastEngine",
-    "draw_generator",
-    "PROFILES",
-    "SETUPS",
-    "ExperimentError",
-    "fit_log",
-    "fit_law",
-    "judge_laws",
-    "check_error_model",
-    "check_offsupport_max",
-    "check_row_dependence",
-    "check_success_probability",
-    "compare_measured",
-    "draw_success_probability",
-    "naive_dmin",
-    "predict_dmin",
-    "predict_setup",
-    "sample_target",
-    "LAWS",
-    "load_figure",
-    "make_tasks",
-    "reference_level",
-    "reproduce",
-    "run_task",
-    "FORMATS",
-    "FormatOverflow",
-    "MODES",
-    "FloatFormat",
-    "float_format",
-    "round_to",
-    "FormatArithmetic",
-    "PrecisionReport",
-    "attention_matrix_in",
-    "column_attention_in",
-    "feed_forward_in",
-    "model_in",
-    "round_model",
-    "algorithm1_precision",
-    "algorithm1_bits_needed",
-    "hardmax_precision",
-    "hardmax_bits_needed",
-    "contextual_precision",
-    "contextual_bits_needed",
-    "memorization_precision",
-    "memorization_bits_needed",
-    "approximation_precision",
-    "smallest_bits",
-    "smallest_format",
-    "RowTypes",
-    "predict_d50",
-    "regular_row_types",
-    "row_types_from_blocks",
-    "stream_regular_blocks",
-    "NestedSupports",
-    "enumerate_supports",
-    "nested_supports_example",
-    "regular_pattern",
-    "support_count",
-    "width_bits_lower_bound",
-    "fixed_point_bits",
-    "float_format_bits",
-    "load_width_bits",
-    "round_fixed",
-]
+from ._version import __version__ as __version__
+
+#: The modules whose ``__flat__`` lists make the flat API, in the order of the layers.
+_ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
+    "errors", "results", "attention", "layers",
+    "patterns.sparse", "patterns.criteria", "patterns.construction", "patterns.optimize",
+    "patterns.supports",
+    "universality.boltzmann", "universality.contextual", "universality.hardmax",
+    "universality.rank_one", "universality.memorize", "universality.universal",
+    "presentation.plotting", "presentation.widgets", "presentation.lab",
+    "experiments.target", "experiments.engine", "experiments.setups", "experiments.store",
+    "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
+    "experiments.bench", "experiments.prediction.results", "experiments.prediction.row_model",
+    "experiments.prediction.row_types", "experiments.prediction.dmin",
+    "experiments.prediction.checks", "experiments.acceptance.design",
+    "experiments.acceptance.analysis",
+    "precision.formats", "precision.forward", "precision.thresholds", "frontier",
+))
+
+__all__ = [name for room in _ROOMS for name in room.__flat__]
+globals().update({name: getattr(room, name) for room in _ROOMS for name in room.__flat__})

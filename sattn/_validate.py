@@ -22,6 +22,7 @@ __all__ = [
     "MAX_L",
     "as_float_array",
     "check_bool",
+    "check_callable",
     "as_matrix",
     "as_vector",
     "check_int",
@@ -206,3 +207,10 @@ def check_bool(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
     return bool(value)
+
+
+def check_callable(name: str, value):
+    """Require a callable (a function, a method, a class); return it."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {value!r} ({type(value).__name__})")
+    return value

@@ -11,9 +11,16 @@ import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "pyproject_version"]
 
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def pyproject_version(root) -> str:
+    """``project.version`` of ``root/pyproject.toml``: the one reader of the one place the version
+    is written (``tools/book_version.py`` loads this file to read it too)."""
+    meta = tomllib.loads((Path(root) / "pyproject.toml").read_text(encoding="utf-8"))
+    return str(meta["project"]["version"])
 
 
 def _source_version() -> str:
@@ -21,7 +28,7 @@ def _source_version() -> str:
     try:
         meta = tomllib.loads(_PYPROJECT.read_text(encoding="utf-8"))
         if meta["project"]["name"] == "sattn":
-            return str(meta["project"]["version"])
+            return pyproject_version(_PYPROJECT.parent)
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
         pass
     return "0+unknown"

@@ -12,7 +12,7 @@ References
 
 from __future__ import annotations
 
-__all__ = ["SizeTooLargeError"]
+__flat__ = __all__ = ["SizeTooLargeError"]
 
 
 class SizeTooLargeError(ValueError):

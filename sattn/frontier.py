@@ -39,7 +39,7 @@ import scipy.sparse as sps
 
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.engine import FastEngine
-from .experiments.store import OutputLock, StoreError, TaskStore, _versions, _write_csv, write_manifest
+from .experiments.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import Approximation, fixed_weights
 from .patterns.criteria import check_rows, check_tolerances, merge_reports
@@ -47,18 +47,14 @@ from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, width_bits_lower_bound
 from .precision import algorithm1_precision
 
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["fixed_point_bits", "float_format_bits", "load_width_bits", "round_fixed"]
+# The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
-    "CONSTRUCTIONS",
-    "FRONTIER_COLUMNS",
-    "acceptance_rate",
-    "check_input",
-    "estimate_d50",
-    "fixed_point_bits",
-    "float_format_bits",
-    "grid_scale",
-    "load_width_bits",
-    "reproduce_width_bits",
-    "round_fixed",
+    *__flat__,
+    "CONSTRUCTIONS", "FRONTIER_COLUMNS", "acceptance_rate", "check_input", "estimate_d50",
+    "grid_scale", "reproduce_width_bits",
+    "FrontierTask", "frontier_tasks", "run_frontier_task",
 ]
 
 #: The constructions of the frontier, in the order of the CSV.
@@ -505,7 +501,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
             if progress:
                 print(f"{task.task_id}: {payload['rows'][0][6]} / {payload['rows'][1][6]} bits",
                       flush=True)
-        _write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
+        write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
                    [["" if v is None else v for v in r] for r in rows])
         man = {"figure": "width-bits", "profile": profile,
                "command": f"python -m sattn reproduce width-bits --profile {profile}",
@@ -518,7 +514,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
                "tolerances": {str(k): list(TOLERANCES[k]) for k in PROFILES[profile]["k"]},
                "limits": {str(k): PROFILES[profile]["limits"][k] for k in PROFILES[profile]["k"]},
                "root_seed": ROOT_SEED, "columns": list(FRONTIER_COLUMNS),
-               "versions": _versions()}
+               "versions": versions()}
         return write_manifest(out / "width_bits_manifest.json", man)
 
 

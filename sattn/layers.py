@@ -16,15 +16,13 @@ import numpy as np
 
 from ._validate import check_bool, as_matrix, as_vector
 
-__all__ = [
-    "AttentionHead",
-    "FeedForward",
-    "column_softmax",
-    "hardmax",
-    "multihead_attention",
-    "feed_forward",
-    "transformer_block",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "AttentionHead", "FeedForward", "column_softmax", "hardmax", "multihead_attention",
+    "feed_forward", "transformer_block",
 ]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "check_heads", "check_ffn"]
 
 _KINDS = ("softmax", "hardmax")
 
@@ -184,7 +182,8 @@ def hardmax(A) -> np.ndarray:
     return M / M.sum(axis=0, keepdims=True)
 
 
-def _check_heads(heads, d: int, exact: bool):
+def check_heads(heads, d: int, exact: bool):
+    """``heads`` (a head, a tuple or a list of them) as ``(W_Q, W_K, W_V, W_O)`` tuples of width ``d``."""
     if isinstance(heads, AttentionHead) or (
         isinstance(heads, tuple) and len(heads) == 4
         and all(isinstance(W, np.ndarray) and W.ndim == 2 for W in heads)
@@ -271,7 +270,7 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
     d = Z.shape[0]
     out = Z.copy()
     weights = []
-    for W_Q, W_K, W_V, W_O in _check_heads(heads, d, exact):
+    for W_Q, W_K, W_V, W_O in check_heads(heads, d, exact):
         S = (W_K @ Z).T @ (W_Q @ Z)  # S[l, k]: key l, query k
         if kind == "softmax":
             P = column_softmax(S)
@@ -305,11 +304,12 @@ def feed_forward(H, ffn) -> np.ndarray:
     Eq. (3) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
     H = as_matrix("H", H)
-    W1, b1, W2, b2 = _check_ffn(ffn, H.shape[0])
+    W1, b1, W2, b2 = check_ffn(ffn, H.shape[0])
     return H + W2 @ np.maximum(W1 @ H + b1[:, None], 0.0) + b2[:, None]
 
 
-def _check_ffn(ffn, d):
+def check_ffn(ffn, d):
+    """``ffn`` (a FeedForward or a tuple) as checked ``(W1, b1, W2, b2)`` for width ``d``."""
     if isinstance(ffn, FeedForward):
         W1, b1, W2, b2 = ffn.W1, ffn.b1, ffn.W2, ffn.b2
     elif isinstance(ffn, (tuple, list)) and len(ffn) == 4:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ClaimFailed", "Result", "check"]
+__flat__ = __all__ = ["ClaimFailed", "Result", "check"]
 
 
 class Result:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import datetime
 import html
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-import tomllib
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
@@ -33,10 +33,22 @@ NO_GIT = "unknown (not built from a git checkout)"
 CHANGES_DOC = "chapters/changes"
 
 
+def _package_version_module():
+    """``sattn/_version.py`` loaded on its own (not the whole package, which needs numpy & co)."""
+    spec = importlib.util.spec_from_file_location(
+        "_sattn_version", os.path.join(ROOT, "sattn", "_version.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_SATTN_VERSION = _package_version_module()
+
+
 def version(root: str = ROOT) -> str:
-    """``[project] version`` of ``pyproject.toml``: the only place the version is written."""
-    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
-        return tomllib.load(f)["project"]["version"]
+    """``[project] version`` of ``pyproject.toml`` (the only place the version is written), read
+    by the package's own reader, :func:`sattn._version.pyproject_version`."""
+    return _SATTN_VERSION.pyproject_version(root)
 
 
 def commit(root: str = ROOT) -> str:

@@ -52,10 +52,12 @@ from ..patterns.sparse import sample_sparse
 from .engine import BATCH_DRAWS, BATCH_MAX_L, FastEngine
 from .reference import reference_draw
 from .setups import SETUPS
-from .store import _versions
+from .store import versions
 from .target import draw_generator
 
-__all__ = ["batching", "compare", "large", "main", "peak_memory"]
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
+__all__ = [*__flat__, "batching", "compare", "large", "main", "peak_memory"]
 
 SETUP = "k2-g2-e7-0.5"
 ROOT = 777
@@ -359,7 +361,7 @@ def main(quick=False, out="benchmarks/results.json") -> int:
         The exit status, 0.
     """
     t0 = time.perf_counter()
-    results = {"versions": _versions(), "machine": platform.processor() or platform.machine(),
+    results = {"versions": versions(), "machine": platform.processor() or platform.machine(),
                "quick": bool(quick), "setup": SETUP, "comparisons": [], "memory": []}
     with threadpool_limits(1, user_api="blas"):
         for L in ([256] if quick else [512, 2048]):

@@ -29,9 +29,11 @@ else:
     _HAVE_DISTRIBUTED = True
 
 from .setups import ExperimentError
-from .store import _versions, exit_with_parent
+from .store import versions, exit_with_parent
 
-__all__ = ["connect", "run_on_cluster"]
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
+__all__ = [*__flat__, "connect", "run_on_cluster", "check_scheduler", "n_workers"]
 
 #: Seconds to wait for the scheduler at an address before giving up.
 CONNECT_TIMEOUT = 10
@@ -119,7 +121,7 @@ def _call(fn, item, parent=None):
     process whose parent is ``parent`` (a local cluster's) exits when that process dies."""
     if parent is not None:
         exit_with_parent(parent)
-    return fn(item), {k: _versions()[k] for k in MUST_MATCH}, get_worker().address
+    return fn(item), {k: versions()[k] for k in MUST_MATCH}, get_worker().address
 
 
 def run_on_cluster(client, fn, items, key, *, parent=None):
@@ -139,7 +141,7 @@ def run_on_cluster(client, fn, items, key, *, parent=None):
         could not import ``sattn`` on a worker, or ran with other library versions than the client.
         Exceptions raised by ``fn`` itself are re-raised unchanged.
     """
-    here = {k: _versions()[k] for k in MUST_MATCH}
+    here = {k: versions()[k] for k in MUST_MATCH}
     token = uuid.uuid4().hex[:12]
     pending = {}
     for item in items:

@@ -84,8 +84,10 @@ from .._validate import MAX_DRAWS, MAX_L, check_int, check_real, check_rng, chec
 from ..results import Result
 from .target import SparseTarget, draw_generator, prepare_target
 
-__all__ = ["BATCH_DRAWS", "BATCH_MAX_L", "ENGINE_VERSION", "FLOAT32_STAGE1_MIN_L", "REST_RATIO",
-           "DrawOutcome", "FastEngine", "LevelResult"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["FastEngine", "DrawOutcome", "LevelResult"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "BATCH_DRAWS", "BATCH_MAX_L", "ENGINE_VERSION", "FLOAT32_STAGE1_MIN_L", "REST_RATIO"]
 
 #: Identifies how the fast engine turns a seed into a draw; part of every task's parameters, so
 #: results of another engine version are refused on resume instead of being mixed in.

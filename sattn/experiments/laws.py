@@ -34,7 +34,7 @@ from scipy.optimize import least_squares
 from .._validate import as_vector, check_int, check_real
 from ..results import Result
 
-__all__ = ["LAWS", "LawFit", "LawJudgement", "fit_law", "judge_laws"]
+__flat__ = __all__ = ["LAWS", "LawFit", "LawJudgement", "fit_law", "judge_laws"]
 
 #: The competing laws: name -> (formula, basis function of L for the linear two-parameter laws,
 #: or None for the power law, which is fitted by nonlinear least squares).

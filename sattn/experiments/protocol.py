@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,8 @@ from .store import (
     _regular_file,
     _sha256_bytes,
     _sha256_file,
-    _versions,
-    _write_csv,
+    versions,
+    write_csv,
     exit_with_parent,
     filesystem_error,
     read_manifest,
@@ -74,7 +75,10 @@ from .store import (
 )
 from .target import draw_generator
 
-__all__ = ["dmin_search", "fit_log", "load_figure", "reproduce", "run_task"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["fit_log", "load_figure", "reproduce", "run_task"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "dmin_search"]
 
 
 # ----------------------------------------------------------------------------- one task
@@ -324,10 +328,31 @@ def _filesystem_faults():
 
 
 def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, scheduler, workers):
-    """The body of :func:`reproduce` for Figures 3 and 4, under the output folder's lock."""
+    """The body of :func:`reproduce` for Figures 3 and 4, under the output folder's lock: run the
+    tasks (:func:`_run_tasks`), then write the CSV and the manifest (:func:`_write_outputs`)."""
     store = TaskStore(out / "tasks" / figure)
     previous, missing = _check_existing_manifest(out, figure, store)
     store.clean_temporaries(lock)
+    run = _run_tasks(figure, prof, tasks, store, lock, jobs=jobs, progress=progress,
+                     scheduler=scheduler, workers=workers)
+    return _write_outputs(figure, prof, tasks, out, store, run, previous, missing,
+                          jobs=jobs, scheduler=scheduler)
+
+
+@dataclass
+class _Run:
+    """What one run of the tasks leaves: every task's payload, what it computed and reused."""
+
+    payloads: dict
+    computed: list
+    reused: list
+    wall: float
+    cluster_workers: int | None
+
+
+def _run_tasks(figure, prof, tasks, store, lock, *, jobs, progress, scheduler, workers) -> _Run:
+    """Load the stored results, schedule the missing tasks (longest first) on the local joblib
+    workers or a Dask cluster, and store each result as it arrives."""
     payloads = {}
     for t in tasks:
         rec = store.load(t)
@@ -368,11 +393,13 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                 bar.update(1)
     finally:
         bar.close()
-    wall = time.perf_counter() - t0
+    return _Run(payloads, computed, reused, time.perf_counter() - t0, cluster_workers)
+
+
+def _figure_protocol(figure, prof, tasks) -> dict:
+    """The manifest's description of the figure's protocol, grids and seed keys."""
     if figure == "decades":
-        csv_bytes = _write_csv(out / f"{figure}.csv", DECADES_COLUMNS,
-                               _decades_rows(tasks, payloads))
-        what = {
+        return {
             "description": prof.decades["description"],
             "protocol": ("per (setup, L): independent targets A from sattn.sample_sparse; widths "
                          "on a ladder d_{j+1} = d_j + max(1, floor(ladder d_j)); at each width up "
@@ -390,19 +417,28 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
             "key_scheme": ("target t of (setup, L): key = (setup_key, L, 2, t); draw i at width "
                            "d: key = (setup_key, L, 3, t, d, i)"),
         }
+    return {
+        "description": prof.description,
+        "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
+                     "grid; at each d up to ceil(Q L) Stiefel draws (fast engine, stops at "
+                     "the first success); d_min = first d with a success (empty if none in "
+                     "the grid)"),
+        "grids": {t.setup.name: list(t.grid) for t in tasks},
+        "Q": sorted({t.Q for t in tasks}),
+        "key_scheme": ("target A: key = (setup_key, L, 0); draw i at width d: key = "
+                       "(setup_key, L, 1, d, i)"),
+    }
+
+
+def _write_outputs(figure, prof, tasks, out, store, run, previous, missing, *, jobs, scheduler):
+    """Write the figure's CSV and its manifest (with checksums of the CSV and of every task)."""
+    payloads, wall = run.payloads, run.wall
+    if figure == "decades":
+        csv_bytes = write_csv(out / f"{figure}.csv", DECADES_COLUMNS,
+                              _decades_rows(tasks, payloads))
     else:
-        csv_bytes = _write_csv(out / f"{figure}.csv", FIG34_COLUMNS, _csv_rows(tasks, payloads))
-        what = {
-            "description": prof.description,
-            "protocol": ("one A per (setup, L) from sattn.sample_sparse; ascending uniform d "
-                         "grid; at each d up to ceil(Q L) Stiefel draws (fast engine, stops at "
-                         "the first success); d_min = first d with a success (empty if none in "
-                         "the grid)"),
-            "grids": {t.setup.name: list(t.grid) for t in tasks},
-            "Q": sorted({t.Q for t in tasks}),
-            "key_scheme": ("target A: key = (setup_key, L, 0); draw i at width d: key = "
-                           "(setup_key, L, 1, d, i)"),
-        }
+        csv_bytes = write_csv(out / f"{figure}.csv", FIG34_COLUMNS, _csv_rows(tasks, payloads))
+    what = _figure_protocol(figure, prof, tasks)
     manifest = {
         "figure": figure,
         "profile": prof.name,
@@ -417,17 +453,17 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                                "sha256('k=..;gamma=..;eps1=..;eps2=..')"),
                   "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
         "machine": _machine(),
-        "versions": _versions(),
+        "versions": versions(),
         "jobs": jobs if scheduler is None else None,
         "scheduler": scheduler,
-        "dask_workers": cluster_workers,
+        "dask_workers": run.cluster_workers,
         "wall_seconds_this_run": round(wall, 3),
         "wall_seconds_all_runs": round(wall + previous.get(
             "wall_seconds_all_runs", previous.get("wall_seconds_this_run", 0.0)), 3),
         "runs": previous.get("runs", 1 if previous else 0) + 1,
         "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
-        "computed": sorted(computed),
-        "reused": sorted(reused),
+        "computed": sorted(run.computed),
+        "reused": sorted(run.reused),
         "recovered": sorted(os.path.splitext(n)[0] for n in missing),
         "command": command_line(),
         "checksums": {
@@ -481,7 +517,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
     row = [s.name, s.k, f"{s.gamma:g}", f"{s.eps1:g}", f"{s.eps2:g}", L, approx.d, approx.draws,
            len(tried), f"{rep.ratio_spread:.6f}", f"{rep.log_gap7:.6f}", f"{rep.margin6:.6f}",
            f"{rep.margin7:.6f}"]
-    csv_bytes = _write_csv(out / "fig5.csv", cols, [row])
+    csv_bytes = write_csv(out / "fig5.csv", cols, [row])
     manifest = {
         "figure": "fig5", "profile": prof.name, "setup": s.params() | {"name": s.name},
         "L": L, "d_grid": list(grid), "Q": prof.Q,
@@ -489,7 +525,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
                     "width of the grid that succeeds within ceil(Q L) draws",
         "seeds": {"root_seed": ROOT_SEED, "target_key": list(key + (0,)),
                   "draw_key": "(setup_key, L, 5, d)"},
-        "versions": _versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
+        "versions": versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
         "command": command_line(),
         "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
     }

@@ -21,7 +21,10 @@ from ..attention import attention_logits
 from ..patterns.construction import draw_input, factorize, fixed_weights, logit_target
 from ..patterns.criteria import check_approximation, check_tolerances
 
-__all__ = ["reference_draw", "reference_level"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["reference_level"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "reference_draw"]
 
 
 def reference_draw(A, eps1, eps2, factors, weights, rng) -> bool:

@@ -25,21 +25,21 @@ from ..patterns.sparse import sample_sparse
 from .engine import ENGINE_VERSION
 from .target import draw_generator
 
+# The flat API (``sattn.<name>``): what chapters and readers call; the rule is in the
+# docstring of :mod:`sattn`.
+__flat__ = ["PROFILES", "SETUPS", "ExperimentError", "Task", "make_tasks"]
+# The module's public names: the flat ones, then the machinery that stays in this module.
 __all__ = [
+    *__flat__,
     "BUDGET_RANGE",
     "FIGURES",
     "L_RANGE",
-    "PROFILES",
     "ROOT_SEED",
-    "SETUPS",
-    "ExperimentError",
     "Profile",
     "Setup",
-    "Task",
     "get_profile",
     "grid_values",
     "ladder_values",
-    "make_tasks",
 ]
 
 FIGURES = ("fig3", "fig4", "fig5", "decades")

@@ -32,8 +32,15 @@ from .._version import __version__
 from .engine import ENGINE_VERSION
 from .setups import Task
 
-__all__ = ["OutputLock", "StoreError", "StoreWarning", "TaskStore", "exit_with_parent",
-           "filesystem_error", "read_manifest", "write_manifest"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["StoreError", "StoreWarning"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [
+    *__flat__,
+    "OutputLock", "TaskStore", "exit_with_parent", "filesystem_error", "read_manifest",
+    "write_manifest",
+    "versions", "write_csv", "command_line",
+]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
 MANIFEST_DIGEST = "manifest_sha256"
@@ -347,7 +354,8 @@ class TaskStore:
         _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
 
 
-def _write_csv(path, columns, rows) -> bytes:
+def write_csv(path, columns, rows) -> bytes:
+    """Write a CSV file atomically (a header of ``columns``, then ``rows``); return its bytes."""
     lines = [",".join(columns)] + [",".join(str(v) for v in r) for r in rows]
     data = ("\n".join(lines) + "\n").encode()
     _atomic_write(path, data)
@@ -370,7 +378,7 @@ def command_line(argv: list[str] | None = None) -> str:
     return " ".join([head.name, *argv[1:]])
 
 
-def _versions() -> dict:
+def versions() -> dict:
     """Versions of Python, the numerical libraries, sattn and the engine (for manifests)."""
     return {"python": platform.python_version(), "numpy": np.__version__,
             "scipy": scipy.__version__, "joblib": joblib.__version__, "sattn": __version__,

@@ -17,7 +17,10 @@ import scipy.sparse as sps
 from .._validate import as_matrix, check_int
 from ..patterns.criteria import check_tolerances
 
-__all__ = ["SparseTarget", "prepare_target", "draw_generator"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["draw_generator"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "SparseTarget", "prepare_target"]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import check_lower_triangular
 
-__all__ = [
+__flat__ = [
     "Approximation",
     "ConstructionFailed",
     "Theorem1Constants",
@@ -60,9 +60,9 @@ __all__ = [
     "logit_target",
     "sample_stiefel",
     "theorem1_bound",
-    "theorem1_constants",
-    "theorem1_crossover",
+    "theorem1_constants", "theorem1_crossover",
 ]
+__all__ = [*__flat__, "check_target"]
 
 METHODS = ("svd", "direct")
 

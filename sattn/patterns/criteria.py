@@ -32,13 +32,13 @@ import scipy.sparse as sps
 from .._validate import check_bool, as_float_array, as_matrix, check_int, check_real
 from ..results import Result
 
-__all__ = [
-    "ApproximationReport",
-    "check_approximation",
-    "check_approximation_explicit",
-    "check_rows",
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = [
+    "ApproximationReport", "check_approximation", "check_approximation_explicit", "check_rows",
     "merge_reports",
 ]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "check_tolerances"]
 
 
 @dataclass(frozen=True)

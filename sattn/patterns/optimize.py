@@ -34,12 +34,8 @@ from .construction import check_target, logit_target
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 
-__all__ = [
-    "OptimizedLogits",
-    "WidthSearch",
-    "moment_curve_logits",
-    "optimize_logits",
-    "smallest_width",
+__flat__ = __all__ = [
+    "OptimizedLogits", "WidthSearch", "moment_curve_logits", "optimize_logits", "smallest_width",
 ]
 
 

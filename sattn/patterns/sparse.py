@@ -46,7 +46,7 @@ from ..results import Result
 
 #: The largest L for which numpy can address a dense L x L float64 array.
 
-__all__ = [
+__flat__ = __all__ = [
     "PatternError",
     "PatternReport",
     "band_pattern",

@@ -40,13 +40,9 @@ from ..results import Result
 from .criteria import ApproximationReport, check_approximation, check_tolerances
 from .sparse import _finish
 
-__all__ = [
-    "NestedSupports",
-    "enumerate_supports",
-    "nested_supports_example",
-    "regular_pattern",
-    "support_count",
-    "width_bits_lower_bound",
+__flat__ = __all__ = [
+    "NestedSupports", "enumerate_supports", "nested_supports_example", "regular_pattern",
+    "support_count", "width_bits_lower_bound",
 ]
 
 #: Largest ``L`` for :func:`support_count` (non-causal: the dynamic programme over column

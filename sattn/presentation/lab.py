@@ -28,8 +28,10 @@ import re
 import shutil
 import sys
 
-__all__ = ["portable_text", "portable_notebook", "is_book_chapter", "pre_save_hook", "lab_command",
-           "main"]
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
+__all__ = [*__flat__, "portable_text", "portable_notebook", "is_book_chapter", "pre_save_hook",
+           "lab_command", "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

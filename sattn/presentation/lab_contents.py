@@ -28,7 +28,9 @@ from jupytext.async_contentsmanager import AsyncTextFileContentsManager
 
 from .lab import is_book_chapter, portable_notebook
 
-__all__ = ["reference_index", "cell_labels", "references_for_lab", "references_from_lab",
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
+__all__ = [*__flat__, "reference_index", "cell_labels", "references_for_lab", "references_from_lab",
            "notebook_for_lab", "notebook_from_lab", "BookContentsManager"]
 
 # ----------------------------------------------------------------------------- references in JupyterLab

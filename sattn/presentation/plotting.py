@@ -16,7 +16,10 @@ import numpy as np
 from ..errors import SizeTooLargeError
 from .._validate import as_float_array, check_bool, check_real, check_size, gib
 
-__all__ = ["BOOK_STYLE", "apply_style", "book_style", "heatmap", "subplots", "figure_to_png"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["apply_style", "heatmap", "subplots", "figure_to_png"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "BOOK_STYLE", "book_style"]
 
 #: rcParams applied by :func:`apply_style`.
 BOOK_STYLE = {

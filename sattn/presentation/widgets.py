@@ -26,7 +26,7 @@ from .._validate import check_size
 from .plotting import MAX_DPI
 from .plotting import figure_to_png
 
-__all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
+__flat__ = __all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
 
 
 def _format_value(v) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validate import as_float_array, as_vector, check_int, check_size
 
-__all__ = ["boltzmann", "boltzmann_mp", "boltzmann_average"]
+__flat__ = __all__ = ["boltzmann", "boltzmann_mp", "boltzmann_average"]
 
 
 def boltzmann(a, *, axis: int = -1) -> np.ndarray | float:

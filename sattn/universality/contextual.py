@@ -18,8 +18,7 @@ import numpy as np
 from .._validate import as_float_array, check_real
 from ..results import Result
 
-__all__ = [
-    "as_sequences",
+__flat__ = [
     "vocabulary",
     "SeparationReport",
     "tokenwise_separation",
@@ -27,6 +26,7 @@ __all__ = [
     "ContextualReport",
     "contextual_mapping_report",
 ]
+__all__ = [*__flat__, "as_sequences"]
 
 
 def as_sequences(name: str, Xs, *, d: int | None = None, n: int | None = None) -> list[np.ndarray]:

@@ -15,7 +15,10 @@ from .._validate import check_rng, check_size
 from ..layers import AttentionHead, multihead_attention
 from ..results import Result
 
-__all__ = ["COUNTEREXAMPLE_T", "hardmax_counterexample", "HardmaxReport", "check_hardmax_counterexample"]
+# The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
+__flat__ = ["hardmax_counterexample", "HardmaxReport", "check_hardmax_counterexample"]
+# The module's public names: the flat ones, then those that stay in this module.
+__all__ = [*__flat__, "COUNTEREXAMPLE_T", "check_draw_sizes", "check_hardmax_d"]
 
 
 #: The two sets of positions of the counter-example: same min (1), max (6) and mean (7/2).

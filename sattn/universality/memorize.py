@@ -29,7 +29,7 @@ from ..results import Result
 from .contextual import _key, as_sequences, tokenwise_separation, vocabulary
 from .rank_one import RankOneContextualMapping, projection_vector, rank_one_contextual_mapping
 
-__all__ = [
+__flat__ = __all__ = [
     "check_consistent_labels",
     "interpolating_ffn",
     "MemorizationReport",

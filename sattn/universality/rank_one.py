@@ -28,15 +28,15 @@ from .contextual import (
     check_separated,
 )
 
-__all__ = [
+__flat__ = [
     "ProjectionReport",
     "projection_vector",
-    "Theorem2Constants",
-    "theorem2_constants",
+    "Theorem2Constants", "theorem2_constants",
     "adaptive_lambda",
     "RankOneContextualMapping",
     "rank_one_contextual_mapping",
 ]
+__all__ = [*__flat__, "check_head_size"]
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ from ..layers import AttentionHead, FeedForward, feed_forward, multihead_attenti
 from ..results import Result
 from .memorize import interpolating_ffn
 
-__all__ = [
+__flat__ = [
     "quantizer_ffn",
     "TwoLayerModel",
     "UniversalApproximationReport",
     "two_layer_approximation",
-    "multihead_attention_batch",
 ]
+__all__ = [*__flat__, "multihead_attention_batch"]
 
 
 #: The most cells per coordinate (``K``): the quantizer has 2K ReLUs, built one by one.

@@ -1,4 +1,4 @@
-"""The package's layout: imports go one way, none is function-local, the flat API is complete.
+"""The package's layout: imports go one way, none is function-local, the flat API follows its rule.
 
 Every module's imports are read with ``ast`` (nothing is executed), so a violation is reported with
 the file, the line and the rule it breaks.
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import re
 import subprocess
 import sys
 import tomllib
+import typing
 from importlib.metadata import version
 from pathlib import Path
 
@@ -35,8 +37,11 @@ LAYERS = [
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
-                           "laws", "bench", "prediction", "acceptance"],
-     "sattn.precision": []},          # Part III: uses both parts, independent of the experiments
+                           "laws", "bench", "prediction.results", "prediction.row_model",
+                           "prediction.row_types", "prediction.dmin", "prediction.checks",
+                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"],
+     "sattn.precision": ["formats", "forward", "thresholds"]},  # Part III: uses both parts,
+    #                                 independent of the experiments
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
@@ -48,7 +53,7 @@ def _place(module: str):
     for rank, units in enumerate(LAYERS):
         for unit, order in units.items():
             if module == unit:
-                return rank, unit, -1             # a subpackage's __init__ (or a one-module unit)
+                return rank, unit, len(order)     # a subpackage's __init__, above its modules (or a one-module unit)
             if module.startswith(unit + "."):
                 name = module[len(unit) + 1:]
                 return rank, unit, order.index(name) if name in order else None
@@ -142,6 +147,41 @@ def test_no_function_local_imports(module, path):
                        f"(move them to the top of the module): {local}")
 
 
+def _private_imports(module: str, path: Path):
+    """``(line, target module, name)`` for every private name (``_x``, not ``__x__``) imported."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            out.extend((node.lineno, target, a.name) for a in node.names
+                       if a.name.startswith("_") and not a.name.endswith("__"))
+    return out
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_no_private_name_is_imported_across_rooms(module, path):
+    """A room (a unit of LAYERS: a subpackage or a top-level module) keeps its private names."""
+    room = _place(module)[1]
+    bad = [f"line {line}: {name} from {target}" for line, target, name in _private_imports(module, path)
+           if (_place(target) or (None, None))[1] != room]
+    assert not bad, f"{path.relative_to(REPO)} imports private names of other rooms: {bad}"
+
+
+MAX_LINES = 900
+#: The one module allowed above MAX_LINES: the engine, whose stages share one vectorized state.
+LONG_MODULES = {"sattn.experiments.engine"}
+
+
+@pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
+def test_no_module_is_longer_than_the_limit(module, path):
+    lines = len(path.read_text().splitlines())
+    assert module in LONG_MODULES or lines <= MAX_LINES, (
+        f"{path.relative_to(REPO)} has {lines} lines (at most {MAX_LINES}): split it by subject")
+
+
 def test_the_import_checker_sees_violations(tmp_path):
     """The checker itself: an upward, an absolute and a function-local import are all found."""
     bad = tmp_path / "sattn" / "patterns" / "sparse.py"
@@ -167,10 +207,154 @@ def test_flat_api_is_complete_and_points_to_the_defining_modules():
             f"sattn.{name} is defined in the private module {module}")
 
 
+# ------------------------------------------------------------------ the rule of the flat API
+#: Every module of the package, imported (the rule is about the objects, not the text).
+LOADED = {m: importlib.import_module(m) for m, _ in MODULES if m not in ("sattn.__main__",)}
+#: The modules with public names: every module but the package's root, the private ones and the
+#: subpackages' __init__ files (which hold only a docstring, or re-export a subpackage's rooms).
+PUBLIC_MODULES = {m: mod for m, mod in LOADED.items()
+                  if m != "sattn" and not any(p.startswith("_") for p in m.split(".")[1:])
+                  and hasattr(mod, "__all__") and not mod.__file__.endswith("__init__.py")}
+
+
+def _public_names():
+    """``(module, name, object)`` for every name in a module's ``__all__`` that it defines."""
+    for m, mod in PUBLIC_MODULES.items():
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if getattr(obj, "__module__", m) == m or not callable(obj):
+                yield m, name, obj
+
+
+def test_every_module_lists_its_flat_names_first_and_the_root_builds_all_from_them():
+    """``__flat__`` is a prefix of ``__all__``; ``sattn.__all__`` is their concatenation, once."""
+    rooms = {room.__name__ for room in sattn._ROOMS}
+    for m, mod in PUBLIC_MODULES.items():
+        assert hasattr(mod, "__flat__"), f"{m} has __all__ but no __flat__"
+        assert list(mod.__all__[:len(mod.__flat__)]) == list(mod.__flat__), (
+            f"{m}: __all__ must start with the __flat__ names (written once, as [*__flat__, ...])")
+        assert len(set(mod.__all__)) == len(mod.__all__), f"{m}: a name twice in __all__"
+        assert m in rooms or not mod.__flat__, f"{m} has flat names but is not in sattn._ROOMS"
+    flat = [name for room in sattn._ROOMS for name in room.__flat__]
+    assert sattn.__all__ == flat and len(set(flat)) == len(flat), "a flat name is in two modules"
+    for room in sattn._ROOMS:
+        for name in room.__flat__:
+            assert getattr(sattn, name) is getattr(room, name), (room.__name__, name)
+    tree = ast.parse((PKG / "__init__.py").read_text())
+    words = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    words |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    words |= {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.alias) for a in [node]}
+    written = sorted(words & set(flat))
+    assert not written, f"sattn/__init__.py writes flat names again (build them from __flat__): {written}"
+
+
+@pytest.mark.parametrize("package", ["sattn.precision", "sattn.experiments.prediction",
+                                     "sattn.experiments.acceptance"])
+def test_a_module_split_into_a_package_keeps_its_import_paths(package):
+    """``sattn.precision.X`` (and the two others) still work: the package re-exports every public
+    name of its modules, taken from their own ``__all__``."""
+    pkg = importlib.import_module(package)
+    modules = [LOADED[m] for m in LOADED if m.startswith(package + ".")]
+    assert modules, package
+    names = [n for mod in modules for n in mod.__all__]
+    assert sorted(pkg.__all__) == sorted(names) and len(set(names)) == len(names)
+    for mod in modules:
+        for n in mod.__all__:
+            assert getattr(pkg, n) is getattr(mod, n), (package, n)
+
+
+def _sattn_classes(hint):
+    out = set()
+    if isinstance(hint, type) and hint.__module__.startswith("sattn."):
+        out.add(hint)
+    for arg in typing.get_args(hint):
+        out |= _sattn_classes(arg)
+    return out
+
+
+def test_every_public_function_and_class_is_in_its_modules_all():
+    """A name without a leading underscore is public: it is in ``__all__`` (flat or module-only)."""
+    missing = {}
+    for m, mod in PUBLIC_MODULES.items():
+        names = [n for n, obj in vars(mod).items() if not n.startswith("_")
+                 and (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == m
+                 and n not in mod.__all__]
+        if names:
+            missing[m] = names
+    assert not missing, f"public but in no __all__ (add it, or make it private): {missing}"
+
+
+def test_classes_that_flat_functions_return_or_take_are_flat():
+    """The rule's second clause: what a flat function or a flat class's method returns or takes."""
+    flat = set(sattn.__all__)
+    missing = set()
+    for name in sattn.__all__:
+        obj = getattr(sattn, name)
+        if isinstance(obj, type):
+            funcs = [f for k, f in vars(obj).items() if inspect.isfunction(f) and not k.startswith("_")]
+        else:
+            funcs = [obj] if inspect.isfunction(obj) else []
+        for f in funcs:
+            for hint in typing.get_type_hints(f).values():
+                missing |= {(name, c.__name__) for c in _sattn_classes(hint) if c.__name__ not in flat}
+    assert not missing, f"(flat name, the class it returns or takes, which is not flat): {missing}"
+
+
+def test_every_exception_and_warning_is_flat():
+    """The rule's third clause: a reader catches the package's errors as ``sattn.<Error>``."""
+    errors = {n for _, n, obj in _public_names() if isinstance(obj, type) and issubclass(obj, BaseException)}
+    assert errors and errors <= set(sattn.__all__), sorted(errors - set(sattn.__all__))
+
+
+#: What stays in its module, and why (the rule's last clause): machinery, not subject.
+MODULE_ONLY = {
+    "sattn.experiments.acceptance.design": "the pre-registered experiment, reached as a module",
+    "sattn.experiments.acceptance.analysis": "its registered analysis, reached as a module",
+    "sattn.experiments.bench": "the benchmark command",
+    "sattn.experiments.cluster": "the Dask runner of the engine",
+    "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
+    "sattn.presentation.lab": "the lab command",
+}
+
+
+def test_machinery_modules_have_no_flat_names_and_the_rest_have_some():
+    for m, mod in PUBLIC_MODULES.items():
+        if not hasattr(mod, "__flat__"):
+            continue
+        if m in MODULE_ONLY:
+            assert not mod.__flat__, f"{m} is machinery ({MODULE_ONLY[m]}): nothing of it is flat"
+        else:
+            assert mod.__flat__, f"{m}: a subject module with no flat name (add it to MODULE_ONLY?)"
+
+
+def test_chapters_call_only_flat_names():
+    """Every ``sattn.<name>`` a chapter's code uses is flat, a subpackage or the acceptance module."""
+    modules = {"experiments", "patterns", "universality", "presentation", "precision", "frontier"}
+    bad = {}
+    for md in sorted((REPO / "chapters").glob("*.md")):
+        cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", md.read_text(), re.S)
+        used = {n for c in cells for n in re.findall(r"\bsattn\.(\w+)", c)}
+        code = [re.sub(r"#[^\n]*", "", c) for c in cells]
+        names = {n for c in code for m in re.finditer(r"from sattn import (\([^)]*\)|[^\n]*)", c)
+                 for n in re.findall(r"\w+", m.group(1))}
+        wrong = sorted((used | names) - set(sattn.__all__) - modules - {"__version__"})
+        if wrong:
+            bad[md.name] = wrong
+    assert not bad, f"chapters use names that are not flat: {bad}"
+
+
 def test_version_comes_from_the_package_metadata():
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert sattn.__version__ == version("sattn") == meta["version"]
     assert _version._source_version() == meta["version"]
+
+
+def test_the_version_is_read_in_one_place():
+    """Only sattn/_version.py reads ``project.version``; tools/book_version.py loads that file."""
+    readers = [str(p.relative_to(REPO)) for folder in ("sattn", "tools")
+               for p in sorted((REPO / folder).rglob("*.py"))
+               if re.search(r"""\[["']project["']\]\s*\[["']version["']\]""", p.read_text())]
+    assert readers == ["sattn/_version.py"], readers
 
 
 def test_chapters_use_the_flat_api_only():

@@ -16,6 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HTML = os.path.abspath(os.environ.get("BOOK_HTML") or os.path.join(ROOT, "_build", "html"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+import browser as browser_mod  # noqa: E402  (tools/browser.py, on sys.path from the line above)
+
 
 def built_pages(html_dir: str = HTML) -> list[str]:
     """Every HTML page of the built book, relative to its root (found anew on every run)."""
@@ -35,3 +37,18 @@ def html_dir() -> str:
 @pytest.fixture(scope="session")
 def html_pages(html_dir) -> list[str]:
     return [os.path.join(html_dir, p) for p in built_pages(html_dir)]
+
+
+@pytest.fixture(scope="module")
+def browser_page(html_dir):
+    """A page of headless Chromium on the built book served from 127.0.0.1, shared by a module:
+    ``(base URL, page, console errors, blocked outside requests)``."""
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        blocked: list[str] = []
+        ctx = browser_mod.new_context(browser, blocked=blocked)
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        yield base, page, errors, blocked
+        ctx.close()

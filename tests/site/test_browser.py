@@ -258,18 +258,7 @@ def test_the_suite_saw_interactive_figures(visits):
 # Reader features
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser_page(html_dir):
-    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
-        blocked: list[str] = []
-        ctx = browser_mod.new_context(browser, blocked=blocked)
-        page = ctx.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        yield base, page, errors, blocked
-        ctx.close()
-
+# browser_page: tests/site/conftest.py
 
 @pytest.fixture()
 def reader(browser_page):

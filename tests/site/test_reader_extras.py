@@ -12,7 +12,6 @@ import pytest
 from conftest import ROOT, built_pages
 
 import book_version  # noqa: E402  (tools/, put on sys.path by conftest.py)
-import browser as browser_mod  # noqa: E402
 
 VERSION_LINE = re.compile(r'class="book-version-number">([^<]+)</span> · commit '
                           r'<code class="book-version-commit">([^<]+)</code> · built '
@@ -86,20 +85,14 @@ PREVIEW_PAGE = "chapters/05_why_it_works.html"
 
 
 @pytest.fixture(scope="module")
-def preview_page(html_dir):
-    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
-        blocked: list[str] = []
-        ctx = browser_mod.new_context(browser, blocked=blocked)
-        page = ctx.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + PREVIEW_PAGE, wait_until="load")
-        page.wait_for_function("() => window.MathJax && MathJax.typesetPromise && window.tippy")
-        page.wait_for_function("() => document.querySelector('article a[data-tippy-content], "
-                               "article a[aria-expanded]') || document.querySelectorAll('a').length")
-        yield page, errors, blocked
-        ctx.close()
+def preview_page(browser_page):
+    """The shared browser page (tests/site/conftest.py) on :data:`PREVIEW_PAGE`, typeset."""
+    base, page, errors, blocked = browser_page
+    page.goto(base + PREVIEW_PAGE, wait_until="load")
+    page.wait_for_function("() => window.MathJax && MathJax.typesetPromise && window.tippy")
+    page.wait_for_function("() => document.querySelector('article a[data-tippy-content], "
+                           "article a[aria-expanded]') || document.querySelectorAll('a').length")
+    return page, errors, blocked
 
 
 def _hover_preview(page, selector: str) -> dict:

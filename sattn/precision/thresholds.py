@@ -1,533 +1,56 @@
-"""The book's constructions in finite precision: float32, bfloat16, float16 and p-bit formats.
+"""Per construction: its criterion in a format, the bits it needs, the measured threshold.
 
-Every construction of the book is built and verified in float64. This module asks whether it
-survives the arithmetic Transformers run in, in two modes:
+Each construction of the book has a check returning a :class:`PrecisionReport` (criterion,
+margin) in either mode ("weights" or "forward"), and the book's a-priori estimate of the bits it
+needs (``*_bits_needed``), computed from the construction's own margins; :func:`smallest_bits`
+and :func:`smallest_format` measure the threshold of any check.
 
-* ``"weights"`` (mode (a)): inputs and weights are rounded to the format, the arithmetic stays
-  float64 -- what storing a model in the format costs;
-* ``"forward"`` (mode (b)): the whole forward pass is computed in the format.
-
-**Accumulation model of mode (b).** Values live in the format after every elementary operation.
-An elementwise operation (``+ - * /``, ``exp``, ``max``, ``relu``) is evaluated in float64 on
-format values and rounded once to the format (round to nearest, ties to even). For ``+ - * /``
-this is the correctly rounded result IEEE arithmetic in the format gives (float64 carries more
-than ``2p + 2`` bits for every ``p <= 24``); ``exp`` is rounded from the float64 value. A matrix
-product or a sum (the softmax normaliser) is accumulated in float32 and rounded once to the
-format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32 (BLAS
-``sgemm``), in float64 for float64 and for the p-bit formats. float16 and bfloat16 have their
-finite range (overflow gives ``inf``, small values become subnormal or 0); rounding to them is
-done by the ``numpy.float16`` and ``ml_dtypes.bfloat16`` casts. A p-bit format (an integer
-``fmt``) has a p-bit significand and an unbounded exponent: the sweep behind the measured
-thresholds.
-
-Each construction has a check returning a :class:`PrecisionReport` (criterion, margin), a
-threshold search (:func:`smallest_bits`) and the book's a-priori estimate of the bits it needs
-(``*_bits_needed``), computed from the construction's own margins. The chapter
-:ref:`ch-finite-precision` explains and measures all of it.
-
-Every public function checks its arguments (with the package's validation helpers): bad input raises a
-:class:`ValueError` or :class:`TypeError` naming the argument, what was received and what was
-expected (formats, modes, models, sequences, labels, tolerances, sizes); nothing is clipped.
+References
+----------
+Chapter :ref:`ch-finite-precision`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
-from ._validate import as_float_array, check_bool, check_int, check_real, check_rng
-from .attention import _check_weights
-from .layers import AttentionHead, FeedForward, _check_ffn, _check_heads, hardmax, multihead_attention
-from .patterns.construction import Approximation, check_target
-from .patterns.criteria import check_approximation
-from .results import Result
-from .universality.contextual import as_sequences, vocabulary
-from .universality.hardmax import check_draw_sizes, hardmax_counterexample
-from .universality.memorize import OneLayerTransformer
-from .universality.rank_one import RankOneContextualMapping
-from .universality.universal import TwoLayerModel
+from .._validate import as_float_array, check_callable, check_int, check_real, check_rng
+from ..layers import AttentionHead, multihead_attention
+from ..patterns.construction import Approximation, check_target
+from ..patterns.criteria import check_approximation
+from ..results import Result
+from ..universality.contextual import as_sequences, vocabulary
+from ..universality.hardmax import check_draw_sizes, hardmax_counterexample
+from ..universality.memorize import OneLayerTransformer
+from ..universality.rank_one import RankOneContextualMapping
+from ..universality.universal import TwoLayerModel
+from .formats import FORMATS, MODES, float_format, round_to
+from .forward import (
+    FormatOverflow,
+    _check_model,
+    _model_in,
+    _model_width,
+    _round_head,
+    attention_matrix_in,
+    column_attention_in,
+    round_model,
+)
 
-__all__ = [
-    "FORMATS",
-    "FormatOverflow",
-    "MODES",
-    "FloatFormat",
-    "float_format",
-    "round_to",
-    "FormatArithmetic",
-    "PrecisionReport",
-    "attention_matrix_in",
-    "column_attention_in",
-    "feed_forward_in",
-    "model_in",
-    "round_model",
-    "algorithm1_precision",
-    "algorithm1_bits_needed",
-    "hardmax_precision",
-    "hardmax_bits_needed",
-    "contextual_precision",
-    "contextual_bits_needed",
-    "memorization_precision",
-    "memorization_bits_needed",
-    "approximation_precision",
-    "smallest_bits",
-    "smallest_format",
+__flat__ = __all__ = [
+    "PrecisionReport", "algorithm1_precision", "algorithm1_bits_needed", "hardmax_precision",
+    "hardmax_bits_needed", "contextual_precision", "contextual_bits_needed",
+    "memorization_precision", "memorization_bits_needed", "approximation_precision",
+    "smallest_bits", "smallest_format",
 ]
-
-#: The named formats, widest first.
-FORMATS = ("float64", "float32", "bfloat16", "float16")
-#: The two ways of putting a construction in a format.
-MODES = ("weights", "forward")
-
-_DTYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16,
-           "float16": np.float16}
-_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
-
-
-@dataclass(frozen=True)
-class FloatFormat:
-    """A floating-point format: name, significand bits ``p`` (with the implicit bit), range.
-
-    ``unit_roundoff`` is ``2**-p``, the largest relative error of rounding to nearest;
-    ``max`` the largest finite value (``inf`` for the p-bit formats, whose exponent is unbounded).
-    Built by :func:`float_format`; a hand-built one is checked: a non-empty ``name`` (one of
-    :data:`FORMATS` must carry that format's bits), ``2 <= bits <= 53``, ``max > 0`` (``inf``
-    allowed) and ``accumulate`` one of ``"float32"``, ``"float64"``.
-    """
-
-    name: str
-    bits: int
-    max: float
-    accumulate: str
-
-    def __post_init__(self):
-        if not isinstance(self.name, str):
-            raise TypeError(f"name must be a str, got {self.name!r} ({type(self.name).__name__})")
-        if not self.name.strip():
-            raise ValueError(f"name must be non-empty, got {self.name!r}")
-        check_int("bits", self.bits, low=2, high=53)
-        if self.name in _BITS and self.bits != _BITS[self.name]:
-            raise ValueError(f"bits: the format {self.name} has {_BITS[self.name]} significand bits, "
-                             f"got bits = {self.bits}")
-        if isinstance(self.max, bool) or not isinstance(self.max, numbers.Real):
-            raise TypeError(f"max must be a real number, got {self.max!r} ({type(self.max).__name__})")
-        if not self.max > 0:
-            raise ValueError(f"max must be > 0 (inf for an unbounded exponent), got {self.max!r}")
-        if not isinstance(self.accumulate, str) or self.accumulate not in ("float32", "float64"):
-            raise ValueError(f"accumulate must be 'float32' or 'float64', got {self.accumulate!r}")
-
-    @property
-    def unit_roundoff(self) -> float:
-        """``u = 2**-p``."""
-        return 2.0 ** -self.bits
-
-
-def float_format(fmt) -> FloatFormat:
-    """The :class:`FloatFormat` named by ``fmt``.
-
-    Parameters
-    ----------
-    fmt : str, int or FloatFormat
-        One of :data:`FORMATS` (``"float64"``, ``"float32"``, ``"bfloat16"``, ``"float16"``), or an
-        integer ``p`` with ``2 <= p <= 53``: a p-bit significand with unbounded exponent.
-
-    Raises
-    ------
-    ValueError
-        On an unknown name (naming the allowed ones) or a ``p`` outside ``[2, 53]``.
-    TypeError
-        If ``fmt`` is neither a string, an integer nor a FloatFormat.
-
-    References
-    ----------
-    Chapter :ref:`ch-finite-precision`.
-    """
-    if isinstance(fmt, FloatFormat):
-        return fmt
-    if isinstance(fmt, str):
-        if fmt not in _DTYPES:
-            raise ValueError(f"fmt: unknown format {fmt!r}; allowed: {', '.join(FORMATS)} or an integer "
-                             "number of significand bits 2..53")
-        dt = _DTYPES[fmt]
-        acc = {"float64": "float64", "float32": "float32"}.get(fmt, "float32")
-        return FloatFormat(fmt, _BITS[fmt], float(ml_dtypes.finfo(dt).max), acc)
-    if isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
-        if not 2 <= int(fmt) <= 53:
-            raise ValueError(f"fmt: a p-bit format needs 2 <= p <= 53, got p = {fmt}")
-        return FloatFormat(f"{int(fmt)}-bit", int(fmt), math.inf, "float64")
-    raise TypeError(f"fmt must be a format name ({', '.join(FORMATS)}), an integer number of bits or a "
-                    f"FloatFormat, got {type(fmt).__name__} {fmt!r}")
-
-
-def round_to(x, fmt) -> np.ndarray:
-    """Round ``x`` to the nearest value of the format (ties to even); returned as float64.
-
-    Parameters
-    ----------
-    x : array_like
-        Real values (``inf``/``-inf`` pass through).
-    fmt : str, int or FloatFormat
-        See :func:`float_format`.
-
-    Returns
-    -------
-    numpy.ndarray of float64
-        Every entry is representable in the format (overflow gives ``inf`` for the named formats).
-
-    References
-    ----------
-    Chapter :ref:`ch-finite-precision`.
-    """
-    f = float_format(fmt)
-    x = as_float_array("x", x, finite=False)
-    if f.name == "float64":
-        return x.copy()
-    if f.name in _DTYPES:
-        with np.errstate(over="ignore"):
-            return x.astype(_DTYPES[f.name]).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        m, e = np.frexp(x)
-        out = np.ldexp(np.round(np.ldexp(m, f.bits)), e - f.bits)
-    return np.where(np.isfinite(x), out, x)
-
-
-class FormatArithmetic:
-    """Elementary operations of one format, under the accumulation model of the module docstring.
-
-    Every method takes and returns float64 arrays whose entries are values of the format.
-
-    Parameters
-    ----------
-    fmt : str, int or FloatFormat
-
-    References
-    ----------
-    Chapter :ref:`ch-finite-precision` (section "Two ways to be in a format").
-    """
-
-    def __init__(self, fmt):
-        self.format = float_format(fmt)
-
-    def r(self, x) -> np.ndarray:
-        """Round to the format."""
-        return round_to(x, self.format)
-
-    def _acc(self, fn, *args):
-        if self.format.accumulate == "float32":
-            with np.errstate(over="ignore", invalid="ignore"):
-                out = fn(*[np.asarray(a, dtype=np.float64).astype(np.float32) for a in args])
-            return self.r(out.astype(np.float64))
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
-
-    def matmul(self, a, b) -> np.ndarray:
-        """``a @ b``: products summed in the accumulator, then rounded once."""
-        return self._acc(np.matmul, a, b)
-
-    def sum(self, a, axis) -> np.ndarray:
-        """A sum along ``axis`` (keeping it), accumulated like :meth:`matmul`."""
-        return self._acc(lambda x: x.sum(axis=axis, keepdims=True), a)
-
-    def _ew(self, fn, *args):
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
-
-    def add(self, a, b):
-        """``a + b``, rounded."""
-        return self._ew(np.add, a, b)
-
-    def sub(self, a, b):
-        """``a - b``, rounded."""
-        return self._ew(np.subtract, a, b)
-
-    def mul(self, a, b):
-        """``a * b``, rounded."""
-        return self._ew(np.multiply, a, b)
-
-    def div(self, a, b):
-        """``a / b``, rounded."""
-        return self._ew(np.divide, a, b)
-
-    def exp(self, a):
-        """``exp(a)``, rounded."""
-        return self._ew(np.exp, a)
-
-    def relu(self, a):
-        """``max(a, 0)`` (exact)."""
-        return np.maximum(a, 0.0)
-
-    def softmax(self, S, axis) -> np.ndarray:
-        """Stable softmax along ``axis``: max subtracted, exp, sum, divide, each rounded."""
-        m = np.max(S, axis=axis, keepdims=True)
-        E = self.exp(self.sub(S, m))
-        return self.div(E, self.sum(E, axis))
-
-
-# ----------------------------------------------------------------------------------------
-# Forward passes in a format
-# ----------------------------------------------------------------------------------------
-
-def _as_columns(name, value, d=None):
-    """A sequence ``(d, n)`` or a batch ``(B, d, n)`` of finite reals, non-empty."""
-    a = as_float_array(name, value)
-    if a.ndim not in (2, 3):
-        raise ValueError(f"{name} must be a (d, n) sequence or a (B, d, n) batch, got shape {a.shape} "
-                         f"(ndim={a.ndim})")
-    if 0 in a.shape:
-        raise ValueError(f"{name} must be non-empty, got shape {a.shape}")
-    if d is not None and a.shape[-2] != d:
-        raise ValueError(f"{name} must have d = {d} rows (the model's width), got shape {a.shape}")
-    return a
-
-
-def _model_width(model) -> int:
-    if isinstance(model, RankOneContextualMapping):
-        return np.shape(model.head.W_Q)[1]
-    if isinstance(model, OneLayerTransformer):
-        return np.shape(model.attention.head.W_Q)[1]
-    return np.shape(model.ffn1.W1)[1]
-
-
-def _check_model(model, types=(RankOneContextualMapping, OneLayerTransformer, TwoLayerModel)):
-    if not isinstance(model, types):
-        names = " or ".join(t.__name__ for t in types)
-        raise TypeError(f"model must be a {names}, got {type(model).__name__}")
-    return model
-
-
-def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray:
-    """``SAM(X)`` (row convention, Part I) computed in the format: logits, softmax, all rounded.
-
-    ``Q = X W_Q``, ``K = X W_K`` and ``G = Q K^T`` are matrix products of the format; the softmax
-    subtracts the row maximum, exponentiates, sums and divides, each step rounded. With
-    ``causal`` the entries above the diagonal are masked before the softmax (exactly 0).
-
-    Parameters
-    ----------
-    X : array_like, shape (L, d_hid)
-    W_Q, W_K : array_like, shape (d_hid, d)
-    fmt : str, int or FloatFormat
-    causal : bool, default False
-
-    Returns
-    -------
-    numpy.ndarray, shape (L, L)
-        The attention matrix, every entry a value of the format.
-
-    References
-    ----------
-    Eqs. (1)-(2) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
-    """
-    X, W_Q, W_K = _check_weights(X, W_Q, W_K)
-    causal = check_bool("causal", causal)
-    ar = FormatArithmetic(fmt)
-    X, W_Q, W_K = ar.r(X), ar.r(W_Q), ar.r(W_K)
-    G = ar.matmul(ar.matmul(X, W_Q), ar.matmul(X, W_K).T)
-    if causal:
-        G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
-    return ar.softmax(G, axis=1)
-
-
-def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
-    """Multi-head attention with skip connection (column convention, Part II) in the format.
-
-    ``Z + sum_h W_O W_V Z P_h`` with ``P_h`` the column softmax (or hardmax) of
-    ``(W_K Z)^T (W_Q Z)``; every product, the softmax and every sum rounded. The hardmax takes
-    the arg-max set of the *rounded* scores (rounding can create ties) and splits the weight
-    ``1/|M|`` (rounded) equally.
-
-    Parameters
-    ----------
-    Z : array_like, shape (d, n) or (B, d, n)
-        One sequence, or a batch of sequences (evaluated independently).
-    heads : list of AttentionHead
-    fmt : str, int or FloatFormat
-    kind : {"softmax", "hardmax"}
-
-    Returns
-    -------
-    numpy.ndarray, shape of ``Z``
-
-    References
-    ----------
-    Eq. (2) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
-    """
-    if not isinstance(kind, str) or kind not in ("softmax", "hardmax"):
-        raise ValueError(f"kind must be 'softmax' or 'hardmax', got {kind!r}")
-    ar = FormatArithmetic(fmt)
-    Z = _as_columns("Z", Z)
-    return _attention_cols(Z, _check_heads(heads, Z.shape[-2], exact=False), ar, kind)
-
-
-def _head_weights(h: AttentionHead) -> list:
-    return [(h.W_Q, h.W_K, h.W_V, h.W_O)]
-
-
-def _attention_cols(Z, heads, ar, kind):
-    """:func:`column_attention_in` on checked arguments (``heads``: ``(W_Q, W_K, W_V, W_O)`` tuples);
-    ``Z`` may hold infinities from an earlier layer's overflow."""
-    Z = ar.r(Z)
-    out = Z
-    for h in heads:
-        W_Q, W_K, W_V, W_O = (ar.r(np.asarray(w, dtype=np.float64)) for w in h)
-        S = ar.matmul(np.swapaxes(ar.matmul(W_K, Z), -1, -2), ar.matmul(W_Q, Z))  # S[.., l, k]: key l, query k
-        if kind == "softmax":
-            P = ar.softmax(S, axis=-2)
-        elif S.ndim == 2:
-            P = ar.r(hardmax(S))
-        else:
-            P = ar.r(np.stack([hardmax(Sb) for Sb in S]))
-        out = ar.add(out, ar.matmul(ar.matmul(W_O, ar.matmul(W_V, Z)), P))
-    return out
-
-
-def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
-    """``H + W2 relu(W1 H + b1) + b2`` in the format (products, bias adds, skip, all rounded).
-
-    Parameters
-    ----------
-    H : array_like, shape (d, n) or (B, d, n)
-        Finite reals.
-    ffn : FeedForward or (W1, b1, W2, b2)
-        Shapes as in :func:`sattn.feed_forward`.
-    fmt : str, int or FloatFormat
-
-    References
-    ----------
-    Eq. (3) of Kajitsuka & Sato (2024); Chapter :ref:`ch-finite-precision`.
-    """
-    ar = FormatArithmetic(fmt)
-    H = _as_columns("H", H)
-    if isinstance(ffn, FeedForward) and np.ndim(ffn.W1) == 2 and np.shape(ffn.W1)[1] != H.shape[-2]:
-        raise ValueError(f"H must have d = ffn.W1.shape[1] = {np.shape(ffn.W1)[1]} rows (the layer's width), "
-                         f"got shape {H.shape}")
-    return _ffn_cols(H, _check_ffn(ffn, H.shape[-2]), ar)
-
-
-def _ffn_weights(f: FeedForward) -> tuple:
-    return (f.W1, f.b1, f.W2, f.b2)
-
-
-def _ffn_cols(H, weights, ar):
-    """:func:`feed_forward_in` on checked arguments; ``H`` may hold infinities."""
-    H = ar.r(H)
-    W1, b1, W2, b2 = (ar.r(np.asarray(w, dtype=np.float64)) for w in weights)
-    hid = ar.relu(ar.add(ar.matmul(W1, H), b1[:, None]))
-    return ar.add(ar.add(H, ar.matmul(W2, hid)), b2[:, None])
-
-
-def model_in(model, X, fmt) -> np.ndarray:
-    """Evaluate a Part II model on a sequence with its whole forward pass in the format.
-
-    Parameters
-    ----------
-    model : RankOneContextualMapping, OneLayerTransformer or TwoLayerModel
-    X : array_like, shape (d, n) or (B, d, n)
-        Finite reals, ``d`` the model's width (and ``n`` that of its positional encoding, if any).
-    fmt : str, int or FloatFormat
-
-    Raises
-    ------
-    TypeError
-        If ``model`` is none of the three, or ``X`` or ``fmt`` has a wrong type.
-    ValueError
-        If ``X`` has a wrong shape or a non-finite entry, or ``fmt`` is unknown.
-
-    References
-    ----------
-    Chapter :ref:`ch-finite-precision`.
-    """
-    _check_model(model)
-    float_format(fmt)
-    X = _as_columns("X", X, _model_width(model))
-    if isinstance(model, OneLayerTransformer) and model.E is not None and X.shape[-1] != np.shape(model.E)[1]:
-        raise ValueError(f"X must have n = {np.shape(model.E)[1]} columns (the positional encoding's), "
-                         f"got shape {X.shape}")
-    return _model_in(model, X, fmt)
-
-
-def _model_in(model, X, fmt):
-    """:func:`model_in` on checked arguments; ``X`` may hold infinities (inputs rounded in mode (a))."""
-    ar = FormatArithmetic(fmt)
-    if isinstance(model, RankOneContextualMapping):
-        return _attention_cols(X, _head_weights(model.head), ar, "softmax")
-    if isinstance(model, OneLayerTransformer):
-        H = ar.r(X) if model.E is None else ar.add(ar.r(X), ar.r(model.E))
-        return _ffn_cols(_attention_cols(H, _head_weights(model.attention.head), ar, "softmax"),
-                         _ffn_weights(model.ffn), ar)
-    H = _ffn_cols(X, _ffn_weights(model.ffn1), ar)
-    return _ffn_cols(_attention_cols(H, _head_weights(model.head), ar, "softmax"), _ffn_weights(model.ffn2), ar)
-
-
-class FormatOverflow(ValueError):
-    """A weight of a model does not fit in a number format: rounding it gives an infinity."""
-
-
-def _rounded(layer, names, fmt):
-    out = []
-    for nm in names:
-        w = np.asarray(getattr(layer, nm), dtype=np.float64)
-        r = round_to(w, fmt)
-        if not np.isfinite(r).all():
-            f = float_format(fmt)
-            raise FormatOverflow(f"{type(layer).__name__}.{nm} overflows {f.name}: its largest "
-                                 f"|entry| {np.abs(w).max():.4g} exceeds the format's maximum {f.max:.4g}")
-        out.append(r)
-    return out
-
-
-def _round_head(h: AttentionHead, fmt) -> AttentionHead:
-    return AttentionHead(*_rounded(h, ("W_Q", "W_K", "W_V", "W_O"), fmt))
-
-
-def _round_ffn(f: FeedForward, fmt) -> FeedForward:
-    return FeedForward(*_rounded(f, ("W1", "b1", "W2", "b2"), fmt))
-
-
-def round_model(model, fmt):
-    """A copy of a Part II model with every weight (and the positional encoding) rounded.
-
-    Evaluating the copy with its own ``__call__`` (float64 arithmetic) on a rounded input is
-    mode (a), "weights".
-
-    Raises
-    ------
-    FormatOverflow
-        If a weight does not fit in the format (it would round to an infinity, e.g. a feed-forward
-        slope above 65504 in float16). The precision checks treat such a model as one whose every
-        output is lost.
-
-    References
-    ----------
-    Chapter :ref:`ch-finite-precision`.
-    """
-    _check_model(model)
-    fmt = float_format(fmt)
-    if isinstance(model, RankOneContextualMapping):
-        return dataclasses.replace(model, head=_round_head(model.head, fmt))
-    if isinstance(model, OneLayerTransformer):
-        att = dataclasses.replace(model.attention, head=_round_head(model.attention.head, fmt))
-        E = None if model.E is None else round_to(model.E, fmt)
-        return OneLayerTransformer(attention=att, ffn=_round_ffn(model.ffn, fmt), E=E)
-    return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=_round_head(model.head, fmt),
-                         ffn2=_round_ffn(model.ffn2, fmt), K=model.K)
 
 
 def _check_mode(mode):
     if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     return mode
-
-
-def _check_callable(name, fn):
-    if not callable(fn):
-        raise TypeError(f"{name} must be callable, got {fn!r} ({type(fn).__name__})")
-    return fn
 
 
 def _sequences(name, Xs, model):
@@ -568,10 +91,6 @@ def _min_separation(Xs, outs) -> float:
     D = np.sqrt(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2))
     return float(D[must].min())
 
-
-# ----------------------------------------------------------------------------------------
-# Reports
-# ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class PrecisionReport(Result):
@@ -620,7 +139,7 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
 
     "weights": ``X``, ``W_Q``, ``W_K`` are rounded and the logits computed in float64, then checked
     with :func:`sattn.check_approximation`. "forward": the attention matrix is computed
-    in the format (:func:`attention_matrix_in`) and the criteria are checked on ``log M`` (an
+    in the format (:func:`~sattn.attention_matrix_in`) and the criteria are checked on ``log M`` (an
     entry that underflowed to 0 off the support satisfies (7); on the support it fails (6)).
 
     Parameters
@@ -941,7 +460,7 @@ def approximation_precision(model: TwoLayerModel, f, U, fmt, *, mode: str = "for
     _check_mode(mode)
     fm = float_format(fmt)
     _check_model(model, (TwoLayerModel,))
-    _check_callable("f", f)
+    check_callable("f", f)
     U = as_float_array("U", U, ndim=3)
     d = _model_width(model)
     if U.shape[0] == 0 or U.shape[1] != d or U.shape[2] == 0:
@@ -998,7 +517,7 @@ def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
-    _check_callable("check", check)
+    check_callable("check", check)
     low = check_int("low", low, low=2, high=53)
     high = check_int("high", high, low=2, high=53)
     if low > high:
@@ -1012,7 +531,7 @@ def smallest_bits(check, *, low: int = 2, high: int = 53) -> int | None:
 
 
 def smallest_format(check) -> str | None:
-    """The format with the fewest significand bits among :data:`FORMATS` for which ``check`` holds.
+    """The format with the fewest significand bits among :data:`~sattn.precision.formats.FORMATS` for which ``check`` holds.
 
     ``check(name)`` returns a :class:`PrecisionReport` or a bool. bfloat16 (8 bits) counts as
     smaller than float16 (11 bits), although its range is wider; ``None`` if none holds.
@@ -1026,10 +545,10 @@ def smallest_format(check) -> str | None:
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
-    _check_callable("check", check)
+    check_callable("check", check)
     best = None
     for name in FORMATS:
         ok = _holds(check, name)
-        if ok and (best is None or _BITS[name] < _BITS[best]):
+        if ok and (best is None or float_format(name).bits < float_format(best).bits):
             best = name
     return best

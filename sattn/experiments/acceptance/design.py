@@ -1,0 +1,460 @@
+"""The acceptance experiment: its registered design, its tasks, their run and their store.
+
+Step 1 of :mod:`sattn.experiments.acceptance`: the widths of each (setting, L) and their
+extension rule, the tasks, counting accepted draws with the fast engine, the resumable run
+(``python -m sattn reproduce acceptance``) and the committed data it leaves.
+
+References
+----------
+Algorithm 1 and Section 4 of Likhosherstov, Choromanski & Weller (2021); :ref:`ch-log-law`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from ..._validate import check_bool, check_int, check_real
+from ..engine import ENGINE_VERSION, FastEngine
+from ..protocol import _machine, _one_blas_thread
+from ..setups import (
+    DECADES_PAPER,
+    ROOT_SEED,
+    ExperimentError,
+    Setup,
+    Task,
+    _check_lengths,
+    _parse_setups,
+)
+from ..store import (
+    OutputLock,
+    command_line,
+    exit_with_parent,
+    StoreError,
+    TaskStore,
+    _check_existing_manifest,
+    _sha256_bytes,
+    _sha256_file,
+    versions,
+    write_csv,
+    read_manifest,
+    write_manifest,
+)
+from ..target import draw_generator
+
+# Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
+__flat__: list[str] = []
+__all__ = [
+    *__flat__,
+    "DECADES_DMIN_MEAN", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
+    "extend_widths", "measure_curve", "AcceptanceTask", "acceptance_tasks", "count_accepted",
+    "run_acceptance_task", "reproduce_acceptance", "load_acceptance",
+]
+
+#: The mean first-success width of the decades experiment (``data/decades.csv``, three targets,
+#: 16 draws per width) per (setting, L): the anchor of the acceptance design, frozen here when
+#: the design was registered.
+DECADES_DMIN_MEAN = {
+    "k1-g1-e3-0.9": {64: 15.3, 128: 19.0, 256: 24.3, 512: 30.3, 1024: 37.0, 2048: 40.3,
+                     4096: 45.7, 8192: 51.7, 16384: 55.3, 32768: 60.3},
+    "k2-g1-e7-0.5": {64: 35.7, 128: 54.0, 256: 75.3, 512: 100.3, 1024: 124.7, 2048: 148.7,
+                     4096: 170.0, 8192: 191.0, 16384: 215.7, 32768: 231.7},
+    "k2-g2-e7-0.5": {64: 36.7, 128: 56.7, 256: 82.0, 512: 110.7, 1024: 140.7, 2048: 169.0,
+                     4096: 196.0, 8192: 223.7, 16384: 245.0, 32768: 271.3},
+    "k3-g1-e7-0.9": {64: 35.0, 128: 52.3, 256: 73.7, 512: 92.3, 1024: 120.7, 2048: 140.7,
+                     4096: 158.0, 8192: 180.0, 16384: 197.0, 32768: 211.7},
+    "k4-g1-e7-0.9": {64: 41.7, 128: 65.0, 256: 92.0, 512: 122.7, 1024: 159.0, 2048: 189.0,
+                     4096: 218.3, 8192: 243.7, 16384: 276.3, 32768: 293.0},
+    "k4-g2-e7-0.9": {64: 43.7, 128: 70.0, 256: 104.7, 512: 153.3, 1024: 195.0, 2048: 235.7,
+                     4096: 283.0, 8192: 319.0, 16384: 362.7, 32768: 400.3},
+}
+
+#: The registered design (``docs/registration/acceptance.md``) and a quick one for tests.
+ACCEPTANCE_PROFILES = {
+    "paper": {
+        "setups": DECADES_PAPER["setups"],
+        "lengths": tuple(2 ** p for p in range(6, 16)),
+        "targets": 3,
+        "factors": (0.90, 0.95, 1.00, 1.05, 1.10, 1.16, 1.24),
+        "draws_small": 128,      # draws per width for L < draws_switch_L
+        "draws_large": 64,       # and from it on
+        "draws_switch_L": 4096,
+        "extend": {"up": 1.08, "down": 1.06, "max": 4, "low_p": 0.10, "high_p": 0.40},
+        "out": "data",
+        "description": ("Acceptance curves of Algorithm 1: the six decades settings, L = 64 .. "
+                        "32768, the decades experiment's three targets, seven widths per "
+                        "(setting, L) at fixed multiples of the decades mean first-success width "
+                        "(extended by a fixed rule until p <= 10% and p >= 40% are covered), 128 "
+                        "draws per width below L = 4096 and 64 from it on."),
+    },
+    "quick": {
+        "setups": ("k1-g1-e3-0.9", "k2-g2-e7-0.5"),
+        "lengths": (64, 128),
+        "targets": 2,
+        "factors": (0.90, 1.00, 1.10, 1.24),
+        "draws_small": 12,
+        "draws_large": 12,
+        "draws_switch_L": 4096,
+        "extend": {"up": 1.08, "down": 1.06, "max": 2, "low_p": 0.10, "high_p": 0.40},
+        "out": "data/quick",
+        "description": "A small acceptance run for tests: two settings, L = 64, 128, 12 draws.",
+    },
+}
+
+
+# ----------------------------------------------------------------------------- design
+def design_widths(m, L, factors) -> list[int]:
+    """The initial widths of one curve: ``round(m f)`` for each factor ``f`` (ascending, each at
+    least one above the previous, at most ``L``).
+
+    Parameters
+    ----------
+    m : float
+        Anchor width (the decades mean first-success width), ``> 0``.
+    L : int
+        Length (widths above it are dropped).
+    factors : sequence of float
+        Strictly increasing positive multipliers.
+
+    Raises
+    ------
+    ValueError
+        ``m <= 0``, fewer than two or non-increasing factors, or fewer than two widths left.
+    """
+    m = check_real("m", m, low=0.0, low_open=True)
+    L = check_int("L", L, low=2)
+    fs = [check_real(f"factors[{i}]", f, low=0.0, low_open=True) for i, f in enumerate(factors)]
+    if len(fs) < 2 or any(b <= a for a, b in zip(fs, fs[1:])):
+        raise ValueError(f"factors must be at least two strictly increasing numbers, got {fs}")
+    ws = []
+    for f in fs:
+        w = max(1, int(round(m * f)))
+        if ws and w <= ws[-1]:
+            w = ws[-1] + 1
+        if w > L:
+            break
+        ws.append(w)
+    if len(ws) < 2:
+        raise ValueError(f"the anchor m = {m:g} leaves fewer than two widths <= L = {L}")
+    return ws
+
+
+def extend_widths(counts, L, rule, direction) -> int | None:
+    """The next width the registered extension rule asks for in ``direction`` ("up" or
+    "down"), or None when the curve needs none there.
+
+    ``counts`` maps widths to ``(draws, successes)``. Up: if the top width accepts fewer than
+    ``rule["high_p"]`` of its draws, ``max(top + 1, round(top * rule["up"]))`` (while ``top <
+    L``). Down: if the bottom width accepts more than ``rule["low_p"]``, ``min(bottom - 1,
+    round(bottom / rule["down"]))`` (while ``bottom > 1``).
+    """
+    ws = sorted(counts)
+    if direction == "up":
+        top = ws[-1]
+        n, s = counts[top]
+        if s / n < rule["high_p"] and top < L:
+            return min(L, max(top + 1, int(round(top * rule["up"]))))
+        return None
+    if direction == "down":
+        bot = ws[0]
+        n, s = counts[bot]
+        if s / n > rule["low_p"] and bot > 1:
+            return max(1, min(bot - 1, int(round(bot / rule["down"]))))
+        return None
+    raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
+
+
+def measure_curve(widths, L, rule, count):
+    """Measure one acceptance curve: ``count(d)`` returns ``(draws, successes)`` at width ``d``.
+
+    The initial ``widths`` first; then up to ``rule["max"]`` widths upwards while the top width
+    accepts fewer than ``rule["high_p"]`` of its draws; then up to ``rule["max"]`` downwards while
+    the bottom one accepts more than ``rule["low_p"]`` (:func:`extend_widths`). Returns
+    ``{d: (draws, successes)}``. The real run and the synthetic calibration both use it, so
+    both follow one design.
+    """
+    counts = {}
+    for d in widths:
+        counts[d] = count(d)
+    for direction in ("up", "down"):
+        for _ in range(rule["max"]):
+            nxt = extend_widths(counts, L, rule, direction)
+            if nxt is None or nxt in counts:
+                break
+            counts[nxt] = count(nxt)
+    return counts
+
+
+def _profile(profile) -> dict:
+    if isinstance(profile, dict):
+        return profile
+    if not isinstance(profile, str) or profile not in ACCEPTANCE_PROFILES:
+        raise ExperimentError(f"unknown acceptance profile {profile!r}; valid: "
+                              + ", ".join(ACCEPTANCE_PROFILES))
+    return ACCEPTANCE_PROFILES[profile]
+
+
+@dataclass(frozen=True)
+class AcceptanceTask:
+    """One acceptance curve: (setting, L, target), its initial widths and draws per width."""
+
+    setup: Setup
+    L: int
+    target: int
+    widths: tuple
+    draws: int
+    rule: tuple          # the extension rule as sorted (key, value) pairs
+    root_seed: int = ROOT_SEED
+
+    @property
+    def task_id(self) -> str:
+        return f"acceptance_{self.setup.name}_L{self.L}_t{self.target}_n{self.draws}"
+
+    def target_task(self) -> Task:
+        """The decades task whose target this curve uses (same seed key, same target)."""
+        return Task("decades", self.setup, self.L, 0.0, (1, self.L, 1), root_seed=self.root_seed,
+                    target=self.target, budget=16, ladder=DECADES_PAPER["ladder"], coarse=1)
+
+    def draw_key(self) -> tuple:
+        """Prefix of the draws' seed keys: draw i at width d is ``draw_key() + (d, i)``."""
+        return (self.setup.key(), self.L, 4, self.target)
+
+    def params(self) -> dict:
+        return {"figure": "acceptance", "setup": self.setup.name, **self.setup.params(),
+                "L": self.L, "target": self.target, "widths": list(self.widths),
+                "draws": self.draws, "rule": dict(self.rule), "root_seed": self.root_seed,
+                "target_key": list(self.target_task().target_key()),
+                "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
+
+
+def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[AcceptanceTask]:
+    """The tasks of the acceptance experiment, ordered by increasing L (cheap lengths first).
+
+    Raises
+    ------
+    ExperimentError
+        Unknown profile or setting, a setting outside the registered six, or a length without a
+        registered anchor width.
+    """
+    cfg = _profile(profile)
+    chosen = _parse_setups(cfg["setups"] if setups is None else setups)
+    Ls = _check_lengths(cfg["lengths"] if lengths is None else lengths)
+    tasks = []
+    for L in Ls:
+        for s in chosen:
+            if s.name not in DECADES_DMIN_MEAN or L not in DECADES_DMIN_MEAN[s.name]:
+                raise ExperimentError(
+                    f"the acceptance design is registered for the settings "
+                    f"{', '.join(DECADES_DMIN_MEAN)} at L = 64, 128, ..., 32768; got {s.name} at "
+                    f"L = {L}")
+            ws = tuple(design_widths(DECADES_DMIN_MEAN[s.name][L], L, cfg["factors"]))
+            n = cfg["draws_small"] if L < cfg["draws_switch_L"] else cfg["draws_large"]
+            for t in range(cfg["targets"]):
+                tasks.append(AcceptanceTask(s, L, t, ws, n, tuple(sorted(cfg["extend"].items()))))
+    return tasks
+
+
+def count_accepted(engine: FastEngine, d, n_draws, root_seed, key) -> tuple[int, int]:
+    """Decide ``n_draws`` draws at width ``d`` (all of them: no stop at a success); return
+    ``(successes, stage-1 rejections)``. Draw ``i`` uses ``draw_generator(root_seed, key + (d,
+    i))``; the partial set starts small and grows after the first draw that survives stage 1,
+    as in :meth:`~sattn.experiments.engine.FastEngine.level` (this changes the cost, never the
+    law of a decision)."""
+    fraction = engine.probe_fraction
+    succ = s1 = 0
+    for i in range(n_draws):
+        out = engine.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), fraction=fraction)
+        if out.stage == "stage1":
+            s1 += 1
+        else:
+            fraction = engine.partial_fraction
+        succ += bool(out.ok)
+    return succ, s1
+
+
+def run_acceptance_task(task: AcceptanceTask) -> dict:
+    """Measure one curve with the fast engine; return its record (JSON-serialisable)."""
+    if not isinstance(task, AcceptanceTask):
+        raise TypeError(f"task must be an AcceptanceTask (from acceptance_tasks), got "
+                        f"{type(task).__name__}")
+    t0 = time.perf_counter()
+    rows = {}
+    with _one_blas_thread():
+        s = task.setup
+        eng = FastEngine(task.target_task().sample_target(), s.eps1, s.eps2)
+
+        def count(d):
+            succ, s1 = count_accepted(eng, d, task.draws, task.root_seed, task.draw_key())
+            rows[d] = s1
+            return (task.draws, succ)
+        counts = measure_curve(list(task.widths), task.L, dict(task.rule), count)
+    levels = [[d, counts[d][0], counts[d][1], rows[d]] for d in sorted(counts)]
+    return {"params": task.params(), "result": {"levels": levels},
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _run_in_worker(task, parent):
+    """Compute one curve and return it; the process that holds the output lock writes it.
+
+    A worker exits as soon as ``parent`` dies (:func:`~sattn.experiments.store.exit_with_parent`),
+    so a killed run leaves nothing computing, and nothing writing, for nobody.
+    """
+    exit_with_parent(parent)
+    return task, run_acceptance_task(task)
+
+
+ACCEPTANCE_COLUMNS = ["setup", "L", "target", "d", "draws", "successes"]
+
+
+def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, out=None,
+                         progress=True, compute=True) -> dict:
+    """Compute (or resume) the acceptance curves; write ``<out>/acceptance.csv`` + manifest.
+
+    Tasks run by increasing L; each finished curve is stored at once, so an interrupted run
+    loses at most the curves in progress, and rerunning the same command resumes.
+
+    Parameters
+    ----------
+    profile : {"quick", "paper"}
+    setups, lengths : optional restrictions (registered settings and lengths only).
+    jobs : int, default 1
+        Parallel workers (joblib; ``-1`` for all cores). Results do not depend on it.
+    out : path, optional
+        Output folder (default: ``data`` for "paper", ``data/quick`` for "quick").
+    progress : bool, default True
+    compute : bool, default True
+        False writes the CSV and manifest from the curves already in the store and computes
+        nothing; the manifest lists the missing curves under ``missing`` (a run stopped early
+        can publish what it has; rerunning with ``compute=True`` completes it).
+
+    Returns
+    -------
+    dict
+        The manifest written.
+
+    Raises
+    ------
+    ExperimentError
+        Unknown profile, setting or length; bad ``jobs``.
+    StoreError
+        Corrupted stored results or manifest; another run holds the folder's lock.
+    """
+
+    cfg = _profile(profile)
+    check_bool("progress", progress)
+    check_bool("compute", compute)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise ExperimentError(f"jobs must be a positive integer or -1, got {jobs!r}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a path (str or os.PathLike), got {type(out).__name__}")
+    tasks = acceptance_tasks(cfg, setups=setups, lengths=lengths)
+    out = Path(out) if out is not None else Path(cfg["out"])
+    name = [k for k, v in ACCEPTANCE_PROFILES.items() if v is cfg]
+    with OutputLock(out) as lock:
+        store = TaskStore(out / "tasks" / "acceptance")
+        previous, missing = _check_existing_manifest(out, "acceptance", store)
+        store.clean_temporaries(lock)
+        payloads = {t.task_id: rec for t in tasks if (rec := store.load(t)) is not None}
+        reused = sorted(payloads)
+        todo = [t for t in tasks if t.task_id not in payloads] if compute else []
+        absent = [t.task_id for t in tasks if t.task_id not in payloads]
+        if not compute and not payloads:
+            raise ExperimentError(f"no finished curve in {store.root}: nothing to write; run "
+                                  "without --no-compute first")
+        t0 = time.perf_counter()
+        computed = []
+        bar = tqdm(total=len(tasks), desc="acceptance", unit="task", disable=not progress,
+                   dynamic_ncols=True)
+        bar.update(len(reused))
+        try:
+            if jobs == 1:
+                results = ((t, run_acceptance_task(t)) for t in todo)
+            else:
+                results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                    delayed(_run_in_worker)(t, os.getpid()) for t in todo)
+            for task, payload in results:
+                store.save(task, payload, lock=lock)      # only this process writes
+                payloads[task.task_id] = payload
+                computed.append(task.task_id)
+                bar.update(1)
+        finally:
+            bar.close()
+        wall = time.perf_counter() - t0
+        missing_now = [tid for tid in absent if tid not in payloads]
+        tasks = [t for t in tasks if t.task_id in payloads]
+        rows = []
+        for t in tasks:
+            for d, n, s, _ in payloads[t.task_id]["result"]["levels"]:
+                rows.append([t.setup.name, t.L, t.target, d, n, s])
+        csv_bytes = write_csv(out / "acceptance.csv", ACCEPTANCE_COLUMNS, rows)
+        manifest = {
+            "figure": "acceptance",
+            "profile": name[0] if name else "custom",
+            "description": cfg["description"],
+            "protocol": ("per (setting, L, target): the decades experiment's target; the "
+                         "registered widths round(m f) for the factors f (m = the decades mean "
+                         "first-success width), then the extension rule; at each width `draws` "
+                         "independent Stiefel draws of Algorithm 1 (fast engine), every draw "
+                         "decided (no stop at a success); CSV: one row per (setting, L, "
+                         "target, width)"),
+            "registration": "docs/registration/acceptance.md",
+            "design": {k: v for k, v in cfg.items() if k not in ("out", "description")},
+            "setups": {t.setup.name: t.setup.params() for t in tasks},
+            "lengths": sorted({t.L for t in tasks}),
+            "seeds": {"root_seed": ROOT_SEED,
+                      "scheme": ("numpy SeedSequence(root_seed, spawn_key=key); target t of "
+                                 "(setup, L): key = (setup_key, L, 2, t) (the decades targets); "
+                                 "draw i at width d: key = (setup_key, L, 4, t, d, i)")},
+            "machine": _machine(),
+            "versions": versions(),
+            "jobs": jobs,
+            "wall_seconds_this_run": round(wall, 3),
+            "wall_seconds_all_runs": round(wall + previous.get("wall_seconds_all_runs", 0.0), 3),
+            "runs": previous.get("runs", 0) + 1,
+            "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
+            "computed": sorted(computed),
+            "reused": reused,
+            "recovered": sorted(os.path.splitext(n)[0] for n in missing),
+            "missing": sorted(missing_now),
+            "command": command_line(),
+            "checksums": {
+                "csv": _sha256_bytes(csv_bytes),
+                "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
+            },
+        }
+        return write_manifest(out / "acceptance_manifest.json", manifest)
+
+
+def load_acceptance(data_dir="data", *, verify=True) -> list[dict]:
+    """Rows of ``<data_dir>/acceptance.csv`` (``setup, L, target, d, draws, successes``) after
+    checking the CSV against its manifest.
+
+    Raises
+    ------
+    StoreError
+        Missing files, a corrupted manifest or a checksum mismatch.
+    """
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path, got {type(data_dir).__name__}")
+    check_bool("verify", verify)
+    cpath = Path(data_dir) / "acceptance.csv"
+    mpath = Path(data_dir) / "acceptance_manifest.json"
+    for p in (cpath, mpath):
+        if not p.exists():
+            raise StoreError(f"{p} is missing; run `python -m sattn reproduce acceptance` first")
+    man = read_manifest(mpath, remedy="restore it (e.g. from git) or rerun `python -m sattn "
+                                      "reproduce acceptance`.")
+    if verify and _sha256_file(cpath) != man.get("checksums", {}).get("csv"):
+        raise StoreError(f"{cpath} does not match its manifest checksum")
+    with open(cpath, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for c in ("L", "target", "d", "draws", "successes"):
+            r[c] = int(r[c])
+    return rows

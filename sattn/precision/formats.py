@@ -1,0 +1,220 @@
+"""Number formats: float32, bfloat16, float16 and p-bit formats, rounding and arithmetic in them.
+
+**Accumulation model of mode (b).** Values live in the format after every elementary operation.
+An elementwise operation (``+ - * /``, ``exp``, ``max``, ``relu``) is evaluated in float64 on
+format values and rounded once to the format (round to nearest, ties to even). For ``+ - * /``
+this is the correctly rounded result IEEE arithmetic in the format gives (float64 carries more
+than ``2p + 2`` bits for every ``p <= 24``); ``exp`` is rounded from the float64 value. A matrix
+product or a sum (the softmax normaliser) is accumulated in float32 and rounded once to the
+format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32 (BLAS
+``sgemm``), in float64 for float64 and for the p-bit formats. float16 and bfloat16 have their
+finite range (overflow gives ``inf``, small values become subnormal or 0); rounding to them is
+done by the ``numpy.float16`` and ``ml_dtypes.bfloat16`` casts. A p-bit format (an integer
+``fmt``) has a p-bit significand and an unbounded exponent: the sweep behind the measured
+thresholds.
+
+References
+----------
+Chapter :ref:`ch-finite-precision`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from .._validate import as_float_array, check_int
+
+__flat__ = __all__ = ["FORMATS", "MODES", "FloatFormat", "float_format", "round_to", "FormatArithmetic"]
+
+#: The named formats, widest first.
+FORMATS = ("float64", "float32", "bfloat16", "float16")
+#: The two ways of putting a construction in a format.
+MODES = ("weights", "forward")
+
+_DTYPES = {"float64": np.float64, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16,
+           "float16": np.float16}
+_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A floating-point format: name, significand bits ``p`` (with the implicit bit), range.
+
+    ``unit_roundoff`` is ``2**-p``, the largest relative error of rounding to nearest;
+    ``max`` the largest finite value (``inf`` for the p-bit formats, whose exponent is unbounded).
+    Built by :func:`float_format`; a hand-built one is checked: a non-empty ``name`` (one of
+    :data:`FORMATS` must carry that format's bits), ``2 <= bits <= 53``, ``max > 0`` (``inf``
+    allowed) and ``accumulate`` one of ``"float32"``, ``"float64"``.
+    """
+
+    name: str
+    bits: int
+    max: float
+    accumulate: str
+
+    def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r} ({type(self.name).__name__})")
+        if not self.name.strip():
+            raise ValueError(f"name must be non-empty, got {self.name!r}")
+        check_int("bits", self.bits, low=2, high=53)
+        if self.name in _BITS and self.bits != _BITS[self.name]:
+            raise ValueError(f"bits: the format {self.name} has {_BITS[self.name]} significand bits, "
+                             f"got bits = {self.bits}")
+        if isinstance(self.max, bool) or not isinstance(self.max, numbers.Real):
+            raise TypeError(f"max must be a real number, got {self.max!r} ({type(self.max).__name__})")
+        if not self.max > 0:
+            raise ValueError(f"max must be > 0 (inf for an unbounded exponent), got {self.max!r}")
+        if not isinstance(self.accumulate, str) or self.accumulate not in ("float32", "float64"):
+            raise ValueError(f"accumulate must be 'float32' or 'float64', got {self.accumulate!r}")
+
+    @property
+    def unit_roundoff(self) -> float:
+        """``u = 2**-p``."""
+        return 2.0 ** -self.bits
+
+
+def float_format(fmt) -> FloatFormat:
+    """The :class:`FloatFormat` named by ``fmt``.
+
+    Parameters
+    ----------
+    fmt : str, int or FloatFormat
+        One of :data:`FORMATS` (``"float64"``, ``"float32"``, ``"bfloat16"``, ``"float16"``), or an
+        integer ``p`` with ``2 <= p <= 53``: a p-bit significand with unbounded exponent.
+
+    Raises
+    ------
+    ValueError
+        On an unknown name (naming the allowed ones) or a ``p`` outside ``[2, 53]``.
+    TypeError
+        If ``fmt`` is neither a string, an integer nor a FloatFormat.
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    if isinstance(fmt, FloatFormat):
+        return fmt
+    if isinstance(fmt, str):
+        if fmt not in _DTYPES:
+            raise ValueError(f"fmt: unknown format {fmt!r}; allowed: {', '.join(FORMATS)} or an integer "
+                             "number of significand bits 2..53")
+        dt = _DTYPES[fmt]
+        acc = {"float64": "float64", "float32": "float32"}.get(fmt, "float32")
+        return FloatFormat(fmt, _BITS[fmt], float(ml_dtypes.finfo(dt).max), acc)
+    if isinstance(fmt, (int, np.integer)) and not isinstance(fmt, bool):
+        if not 2 <= int(fmt) <= 53:
+            raise ValueError(f"fmt: a p-bit format needs 2 <= p <= 53, got p = {fmt}")
+        return FloatFormat(f"{int(fmt)}-bit", int(fmt), math.inf, "float64")
+    raise TypeError(f"fmt must be a format name ({', '.join(FORMATS)}), an integer number of bits or a "
+                    f"FloatFormat, got {type(fmt).__name__} {fmt!r}")
+
+
+def round_to(x, fmt) -> np.ndarray:
+    """Round ``x`` to the nearest value of the format (ties to even); returned as float64.
+
+    Parameters
+    ----------
+    x : array_like
+        Real values (``inf``/``-inf`` pass through).
+    fmt : str, int or FloatFormat
+        See :func:`float_format`.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Every entry is representable in the format (overflow gives ``inf`` for the named formats).
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision`.
+    """
+    f = float_format(fmt)
+    x = as_float_array("x", x, finite=False)
+    if f.name == "float64":
+        return x.copy()
+    if f.name in _DTYPES:
+        with np.errstate(over="ignore"):
+            return x.astype(_DTYPES[f.name]).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        m, e = np.frexp(x)
+        out = np.ldexp(np.round(np.ldexp(m, f.bits)), e - f.bits)
+    return np.where(np.isfinite(x), out, x)
+
+
+class FormatArithmetic:
+    """Elementary operations of one format, under the accumulation model of the module docstring.
+
+    Every method takes and returns float64 arrays whose entries are values of the format.
+
+    Parameters
+    ----------
+    fmt : str, int or FloatFormat
+
+    References
+    ----------
+    Chapter :ref:`ch-finite-precision` (section "Two ways to be in a format").
+    """
+
+    def __init__(self, fmt):
+        self.format = float_format(fmt)
+
+    def r(self, x) -> np.ndarray:
+        """Round to the format."""
+        return round_to(x, self.format)
+
+    def _acc(self, fn, *args):
+        if self.format.accumulate == "float32":
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fn(*[np.asarray(a, dtype=np.float64).astype(np.float32) for a in args])
+            return self.r(out.astype(np.float64))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
+
+    def matmul(self, a, b) -> np.ndarray:
+        """``a @ b``: products summed in the accumulator, then rounded once."""
+        return self._acc(np.matmul, a, b)
+
+    def sum(self, a, axis) -> np.ndarray:
+        """A sum along ``axis`` (keeping it), accumulated like :meth:`matmul`."""
+        return self._acc(lambda x: x.sum(axis=axis, keepdims=True), a)
+
+    def _ew(self, fn, *args):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
+
+    def add(self, a, b):
+        """``a + b``, rounded."""
+        return self._ew(np.add, a, b)
+
+    def sub(self, a, b):
+        """``a - b``, rounded."""
+        return self._ew(np.subtract, a, b)
+
+    def mul(self, a, b):
+        """``a * b``, rounded."""
+        return self._ew(np.multiply, a, b)
+
+    def div(self, a, b):
+        """``a / b``, rounded."""
+        return self._ew(np.divide, a, b)
+
+    def exp(self, a):
+        """``exp(a)``, rounded."""
+        return self._ew(np.exp, a)
+
+    def relu(self, a):
+        """``max(a, 0)`` (exact)."""
+        return np.maximum(a, 0.0)
+
+    def softmax(self, S, axis) -> np.ndarray:
+        """Stable softmax along ``axis``: max subtracted, exp, sum, divide, each rounded."""
+        m = np.max(S, axis=axis, keepdims=True)
+        E = self.exp(self.sub(S, m))
+        return self.div(E, self.sum(E, axis))
