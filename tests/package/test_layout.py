@@ -314,6 +314,7 @@ MODULE_ONLY = {
     "sattn.experiments.cluster": "the Dask runner of the engine",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
     "sattn.presentation.lab": "the lab command",
+    "sattn.presentation.lab_contents": "the contents manager of the lab command",
 }
 
 
