@@ -26,13 +26,13 @@ from ._validate import as_float_array, as_matrix, check_bool, check_dense_size
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["attention_logits", "usam", "sam", "self_attention", "causal_mask", "row_softmax"]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "check_weights"]
+__all__ = [*__flat__, "validate_weights"]
 
 #: The largest logit whose exponential is a finite float64 (ln of the largest double).
 MAX_EXP_ARG = float(np.log(np.finfo(np.float64).max))
 
 
-def check_weights(X, W_Q, W_K):
+def validate_weights(X, W_Q, W_K):
     """``(X, W_Q, W_K)`` as float64 matrices of matching shapes; a ValueError names a wrong one."""
     X = as_matrix("X", X)
     d_hid = X.shape[1]
@@ -109,7 +109,7 @@ def attention_logits(X, W_Q, W_K, *, causal: bool = False) -> np.ndarray:
     ----------
     Eq. (1) of Likhosherstov et al. (2021); :ref:`ch-self-attention`.
     """
-    X, W_Q, W_K = check_weights(X, W_Q, W_K)
+    X, W_Q, W_K = validate_weights(X, W_Q, W_K)
     check_bool('causal', causal)
     G = (X @ W_Q) @ (X @ W_K).T
     if causal:
@@ -265,3 +265,10 @@ def self_attention(X, W_Q, W_K, W_V, *, causal: bool = False) -> np.ndarray:
             f"got {W_V.shape}"
         )
     return M @ (X @ W_V)
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from ._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -42,7 +42,7 @@ from .experiments.engine import FastEngine
 from .experiments.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import Approximation, fixed_weights
-from .patterns.criteria import check_rows, check_tolerances, merge_reports
+from .patterns.criteria import ApproximationReport, check_rows, merge_reports, validate_tolerances
 from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, width_bits_lower_bound
 from .precision import algorithm1_precision
@@ -150,7 +150,7 @@ def round_fixed(X, bits, scale) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- checks
-def check_input(X, d, A, eps1, eps2, *, block_rows: int = 512):
+def check_input(X, d, A, eps1, eps2, *, block_rows: int = 512) -> ApproximationReport:
     """Criteria (6)-(7) for the input ``X = [Q, K]`` (logits ``Q K^T``) in row blocks.
 
     No ``L x L`` array is formed: block ``i`` of the logits is ``Q[rows] K^T``. ``A`` may be a
@@ -223,7 +223,7 @@ def fixed_point_bits(X, d, A, eps1, eps2, *, low: int = 2, high: int = 53):
     ----------
     :ref:`ch-width-bits`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     low = check_int("low", low, low=2, high=53)
     high = check_int("high", high, low=low, high=53)
     X = as_matrix("X", X)
@@ -272,7 +272,7 @@ def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
     ----------
     :ref:`ch-finite-precision`; :ref:`ch-width-bits`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     high = check_int("high", high, low=2, high=53)
     X = as_matrix("X", X)
     d = check_int("d", d, low=1)

@@ -22,7 +22,7 @@ __flat__ = [
     "feed_forward", "transformer_block",
 ]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "check_heads", "check_ffn"]
+__all__ = [*__flat__, "validate_heads", "validate_ffn"]
 
 _KINDS = ("softmax", "hardmax")
 
@@ -182,7 +182,7 @@ def hardmax(A) -> np.ndarray:
     return M / M.sum(axis=0, keepdims=True)
 
 
-def check_heads(heads, d: int, exact: bool):
+def validate_heads(heads, d: int, exact: bool):
     """``heads`` (a head, a tuple or a list of them) as ``(W_Q, W_K, W_V, W_O)`` tuples of width ``d``."""
     if isinstance(heads, AttentionHead) or (
         isinstance(heads, tuple) and len(heads) == 4
@@ -270,7 +270,7 @@ def multihead_attention(Z, heads, *, kind: str = "softmax", exact: bool = False,
     d = Z.shape[0]
     out = Z.copy()
     weights = []
-    for W_Q, W_K, W_V, W_O in check_heads(heads, d, exact):
+    for W_Q, W_K, W_V, W_O in validate_heads(heads, d, exact):
         S = (W_K @ Z).T @ (W_Q @ Z)  # S[l, k]: key l, query k
         if kind == "softmax":
             P = column_softmax(S)
@@ -304,11 +304,11 @@ def feed_forward(H, ffn) -> np.ndarray:
     Eq. (3) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
     H = as_matrix("H", H)
-    W1, b1, W2, b2 = check_ffn(ffn, H.shape[0])
+    W1, b1, W2, b2 = validate_ffn(ffn, H.shape[0])
     return H + W2 @ np.maximum(W1 @ H + b1[:, None], 0.0) + b2[:, None]
 
 
-def check_ffn(ffn, d):
+def validate_ffn(ffn, d):
     """``ffn`` (a FeedForward or a tuple) as checked ``(W1, b1, W2, b2)`` for width ``d``."""
     if isinstance(ffn, FeedForward):
         W1, b1, W2, b2 = ffn.W1, ffn.b1, ffn.W2, ffn.b2
@@ -350,3 +350,10 @@ def transformer_block(Z, heads, ffn, *, kind: str = "softmax") -> np.ndarray:
     Eq. (4) of Kajitsuka & Sato (2024); :ref:`ch-memorization`.
     """
     return feed_forward(multihead_attention(Z, heads, kind=kind), ffn)
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from ._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -33,7 +33,7 @@ from .store import versions, exit_with_parent
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
-__all__ = [*__flat__, "connect", "run_on_cluster", "check_scheduler", "n_workers"]
+__all__ = [*__flat__, "connect", "run_on_cluster", "validate_scheduler", "n_workers"]
 
 #: Seconds to wait for the scheduler at an address before giving up.
 CONNECT_TIMEOUT = 10
@@ -41,7 +41,7 @@ CONNECT_TIMEOUT = 10
 MUST_MATCH = ("numpy", "scipy", "sattn", "engine")
 
 
-def check_scheduler(scheduler, workers):
+def validate_scheduler(scheduler, workers):
     """Validate ``scheduler`` (None, ``"local"`` or an address) and ``workers``.
 
     Raises
@@ -91,7 +91,7 @@ def connect(scheduler: str, *, workers: int | None = None):
     ExperimentError
         No scheduler answered at the address within ``CONNECT_TIMEOUT`` seconds (a module constant).
     """
-    check_scheduler(scheduler, workers)
+    validate_scheduler(scheduler, workers)
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, host="127.0.0.1", dashboard_address=None)
@@ -176,3 +176,10 @@ def run_on_cluster(client, fn, items, key, *, parent=None):
     finally:
         if pending:
             client.cancel([f for f, _ in pending.values()])
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

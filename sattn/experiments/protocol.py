@@ -41,7 +41,7 @@ from ..errors import SizeTooLargeError
 from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
-from .cluster import check_scheduler, connect, n_workers, run_on_cluster
+from .cluster import validate_scheduler, connect, n_workers, run_on_cluster
 from .engine import FastEngine
 from .setups import (
     FIGURES,
@@ -76,7 +76,7 @@ from .store import (
 from .target import draw_generator
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = ["fit_log", "load_figure", "reproduce", "run_task"]
+__flat__ = ["fit_dmin_log", "load_figure", "reproduce", "run_task"]
 # The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "dmin_search"]
 
@@ -291,7 +291,7 @@ def reproduce(figure, *, profile="quick", setups=None, lengths=None, jobs=1, out
     if jobs > MAX_WORKERS:
         raise SizeTooLargeError(f"jobs = {jobs} is too large: at most {MAX_WORKERS} is allowed "
                                 "(each job is a worker process; -1 uses every core)")
-    check_scheduler(scheduler, workers)
+    validate_scheduler(scheduler, workers)
     if workers is not None and workers > MAX_WORKERS:
         raise SizeTooLargeError(f"workers = {workers} is too large: at most {MAX_WORKERS} is "
                                 "allowed (each worker is a process of the local cluster)")
@@ -588,8 +588,8 @@ def load_figure(figure, data_dir="data", *, verify=True):
     return rows
 
 
-def fit_log(L, d):
-    """Least-squares fit ``d ~ a ln L + b``; returns ``(a, b, R^2)``.
+def fit_dmin_log(L, d):
+    """Least-squares fit of minimal widths ``d ~ a ln L + b``; returns ``(a, b, R^2)``.
 
     Raises
     ------
@@ -615,3 +615,10 @@ def fit_log(L, d):
     ss_tot = float(((d - d.mean()) ** 2).sum())
     r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
     return float(a), float(b), r2
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from .._validate import MAX_DRAWS, as_matrix, check_int, check_rng, check_size
 from ..attention import attention_logits
 from ..patterns.construction import draw_input, factorize, fixed_weights, logit_target
-from ..patterns.criteria import check_approximation, check_tolerances
+from ..patterns.criteria import check_approximation, validate_tolerances
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["reference_level"]
@@ -95,7 +95,7 @@ def reference_level(A, eps1, eps2, d, n_draws, rng, *, method="svd", factors=Non
     rng = check_rng("rng", rng)
     n_draws = check_size("n_draws", n_draws, cap=MAX_DRAWS,
                          why="the most random draws one call may make")
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     d = check_int("d", d, low=1, high=A.shape[0])
     if factors is not None and not (isinstance(factors, (tuple, list)) and len(factors) == 2):
         raise TypeError(f"factors must be a (D, V) pair from factorize, got {type(factors).__name__}")

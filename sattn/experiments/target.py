@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from .._validate import as_matrix, check_int
-from ..patterns.criteria import check_tolerances
+from ..patterns.criteria import validate_tolerances
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["draw_generator"]
@@ -76,7 +76,7 @@ def prepare_target(A, eps1, eps2) -> SparseTarget:
     Eq. (8) of Likhosherstov et al. (2021), as reconstructed in :ref:`ch-construction`
     (:prf:ref:`con-def-B`: ``B = ln(A / a_l) + ln((1 + eps1)/eps2)`` on the support, 0 elsewhere).
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     if sps.issparse(A):
         if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
             raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")

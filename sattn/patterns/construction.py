@@ -45,7 +45,7 @@ from .._validate import (
 )
 from ..attention import row_softmax
 from ..results import Result
-from .criteria import ApproximationReport, check_approximation, check_tolerances
+from .criteria import ApproximationReport, check_approximation, validate_tolerances
 from .sparse import check_lower_triangular
 
 __flat__ = [
@@ -62,7 +62,7 @@ __flat__ = [
     "theorem1_bound",
     "theorem1_constants", "theorem1_crossover",
 ]
-__all__ = [*__flat__, "check_target"]
+__all__ = [*__flat__, "validate_target"]
 
 METHODS = ("svd", "direct")
 
@@ -91,7 +91,7 @@ class ConstructionFailed(RuntimeError):
 
 
 # --------------------------------------------------------------------------- checking inputs
-def check_target(A, *, causal: bool = False) -> np.ndarray:
+def validate_target(A, *, causal: bool = False) -> np.ndarray:
     """Validate a target pattern: square, finite, nonnegative, a nonzero in every row, and
     lower triangular when ``causal``. Returns it as a float array; raises ``ValueError`` naming
     the first offending entry or row. Shared by the construction, the optimizer and the engine.
@@ -144,8 +144,8 @@ def logit_target(A, eps1, eps2) -> np.ndarray:
     Eqs. (8)-(10) of the proof of Theorem 1, Likhosherstov et al. (2021), as reconstructed in the
     book (the shift ``Delta`` is derived there); :ref:`ch-construction` ("The construction").
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
-    A = check_target(A, causal=False)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
+    A = validate_target(A, causal=False)
     S = A > 0
     a = np.where(S, A, np.inf).min(axis=1, keepdims=True)
     delta = math.log((1.0 + eps1) / eps2)
@@ -461,9 +461,9 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     Theorem 1 and Algorithm 1 of Likhosherstov et al. (2021) (reconstructed as Theorem 1' in the
     book); :ref:`ch-construction` and :ref:`ch-causal`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     check_bool('causal', causal)
-    A = check_target(A, causal=bool(causal))
+    A = validate_target(A, causal=bool(causal))
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)
     rng = check_rng("rng", rng)
@@ -534,7 +534,7 @@ def theorem1_constants(L, k, gamma, eps1, eps2) -> Theorem1Constants:
     L = check_int("L", L, low=1)
     k = check_int("k", k, low=1, high=L)
     gamma = check_real("gamma", gamma, low=1.0)
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     delta = 0.5 * math.log1p(eps1)
     Delta = math.log((1.0 + eps1) / eps2)
     R = Delta + math.log(gamma)
@@ -630,3 +630,10 @@ def theorem1_crossover(k, gamma, eps1, eps2) -> int:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if below(mid) else (mid, hi)
     return hi
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -38,7 +38,7 @@ __flat__ = [
     "merge_reports",
 ]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "check_tolerances"]
+__all__ = [*__flat__, "validate_tolerances"]
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class ApproximationReport(Result):
         return self.message
 
 
-def check_tolerances(eps1, eps2) -> tuple[float, float]:
+def validate_tolerances(eps1, eps2) -> tuple[float, float]:
     """Validate the tolerances of criteria (6)-(7): ``eps1 > 0`` and ``0 < eps2 < 1``.
 
     Returns them as floats; raises ``ValueError`` naming the tolerance and its range otherwise.
@@ -201,7 +201,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021), in the log-domain form derived in :ref:`ch-approximation` (:prf:ref:`apx-prop-log`).
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     check_bool('causal', causal)
     G = as_float_array("G_block", G_block, finite=False)
     if G.ndim != 2:
@@ -405,7 +405,7 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021); :ref:`ch-approximation`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     check_bool('causal', causal)
     M = as_matrix("M", M, square=True)
     A = as_matrix("A", A, square=True)
@@ -447,3 +447,10 @@ def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> A
     rep = _make_report(eps1, eps2, spread, row6, pair6, gap7, row7, pair7, L, causal)
     # The pass/fail flags are those of the literal inequalities, not of the margins.
     return ApproximationReport(**{**rep.__dict__, "ok6": ok6, "ok7": ok7, "ok": ok6 and ok7})
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -30,9 +30,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._validate import as_vector, check_int, check_real, check_rng, check_size
-from .construction import check_target, logit_target
+from .construction import validate_target, logit_target
 from ..results import Result
-from .criteria import ApproximationReport, check_approximation, check_tolerances
+from .criteria import ApproximationReport, check_approximation, validate_tolerances
 
 __flat__ = __all__ = [
     "OptimizedLogits", "WidthSearch", "moment_curve_logits", "optimize_logits", "smallest_width",
@@ -198,8 +198,8 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     Criteria (6)-(7) and the fixed weights (16)-(17) of Likhosherstov et al. (2021); the book's
     chapter "Beyond the paper" (how far the random construction is from the smallest width).
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
-    A = check_target(A)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
+    A = validate_target(A)
     L = A.shape[0]
     d = check_int("d", d, low=1, high=L)
     rng = check_rng("rng", rng)
@@ -289,8 +289,8 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     on the sign rank of sign patterns (Alon, Moran & Yehudayoff 2016, "Sign rank versus VC
     dimension").
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
-    A = check_target(A)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
+    A = validate_target(A)
     L = A.shape[0]
     S = A > 0
     k = int(S.sum(axis=1).max())

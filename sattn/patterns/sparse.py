@@ -11,7 +11,7 @@ from three classes:
 and, for the causal variant, **lower triangular** (``A[l, j] = 0`` for ``j > l``).
 
 Each class has a validator ``check_*`` that returns a :class:`PatternReport` naming the first
-violation (which row or column, the count or the values) and a raising variant ``require_*``.
+violation (which row or column, the count or the values) and a raising variant ``validate_*``.
 The validators accept dense arrays and ``scipy.sparse`` matrices (useful at large ``L``).
 
 :func:`sample_sparse` is the paper's two-pass random sampler (Section 4 of the paper, spec Section
@@ -57,17 +57,17 @@ __flat__ = __all__ = [
     "check_right_stochastic",
     "pattern_parameters",
     "permutation_pattern",
-    "require_gamma_variation_bounded",
-    "require_k_nonzero_bounded",
-    "require_lower_triangular",
-    "require_right_stochastic",
+    "validate_gamma_variation_bounded",
+    "validate_k_nonzero_bounded",
+    "validate_lower_triangular",
+    "validate_right_stochastic",
     "sample_sparse",
     "strided_pattern",
 ]
 
 
 class PatternError(ValueError):
-    """A matrix is not in the class a function requires (raised by the ``require_*`` validators)."""
+    """A matrix is not in the class a function requires (raised by the ``validate_*`` functions)."""
 
 
 @dataclass(frozen=True)
@@ -369,7 +369,7 @@ def check_lower_triangular(A, *, name: str = "A") -> PatternReport:
     return PatternReport(True, prop, f"{name} is lower triangular")
 
 
-def require_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
+def validate_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
     """Like :func:`check_k_nonzero_bounded`, but raise :class:`PatternError` on a violation.
 
     Raises
@@ -382,7 +382,7 @@ def require_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
     return check_k_nonzero_bounded(A, k, name=name).raise_if_failed()
 
 
-def require_gamma_variation_bounded(A, gamma, *, name: str = "A") -> PatternReport:
+def validate_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e-12) -> PatternReport:
     """Like :func:`check_gamma_variation_bounded`, but raise :class:`PatternError` on a violation.
 
     Raises
@@ -392,10 +392,10 @@ def require_gamma_variation_bounded(A, gamma, *, name: str = "A") -> PatternRepo
     ValueError, TypeError
         On malformed input, as :func:`check_gamma_variation_bounded`.
     """
-    return check_gamma_variation_bounded(A, gamma, name=name).raise_if_failed()
+    return check_gamma_variation_bounded(A, gamma, name=name, rtol=rtol).raise_if_failed()
 
 
-def require_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> PatternReport:
+def validate_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> PatternReport:
     """Like :func:`check_right_stochastic`, but raise :class:`PatternError` on a violation.
 
     Raises
@@ -408,7 +408,7 @@ def require_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> Patt
     return check_right_stochastic(A, atol=atol, name=name).raise_if_failed()
 
 
-def require_lower_triangular(A, *, name: str = "A") -> PatternReport:
+def validate_lower_triangular(A, *, name: str = "A") -> PatternReport:
     """Like :func:`check_lower_triangular`, but raise :class:`PatternError` on a violation.
 
     Raises
@@ -833,3 +833,10 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     rows = np.arange(L)
     cols = rng.permutation(L)
     return _finish(L, rows, cols, np.ones(L), normalize, as_csr)
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

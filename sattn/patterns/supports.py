@@ -37,7 +37,7 @@ import numpy as np
 from .._validate import MAX_DENSE_L, check_bool, check_rng
 from ..errors import SizeTooLargeError
 from ..results import Result
-from .criteria import ApproximationReport, check_approximation, check_tolerances
+from .criteria import ApproximationReport, check_approximation, validate_tolerances
 from .sparse import _finish
 
 __flat__ = __all__ = [
@@ -359,7 +359,7 @@ def nested_supports_example(eps1, eps2) -> NestedSupports:
     ----------
     Criteria (6)-(7) of Likhosherstov et al. (2021); :ref:`ch-width-bits`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     G = np.array([[0.0, math.log(eps2)], [math.log(eps2), 0.0]])
     A_small = np.array([[1.0, 0.0], [0.0, 1.0]])
     A_full = np.array([[0.5, 0.5], [0.0, 1.0]])

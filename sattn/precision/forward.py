@@ -17,8 +17,8 @@ import dataclasses
 import numpy as np
 
 from .._validate import as_float_array, check_bool
-from ..attention import check_weights
-from ..layers import AttentionHead, FeedForward, check_ffn, check_heads, hardmax
+from ..attention import validate_weights
+from ..layers import AttentionHead, FeedForward, validate_ffn, validate_heads, hardmax
 from ..universality.memorize import OneLayerTransformer
 from ..universality.rank_one import RankOneContextualMapping
 from ..universality.universal import TwoLayerModel
@@ -81,7 +81,7 @@ def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray
     ----------
     Eqs. (1)-(2) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
     """
-    X, W_Q, W_K = check_weights(X, W_Q, W_K)
+    X, W_Q, W_K = validate_weights(X, W_Q, W_K)
     causal = check_bool("causal", causal)
     ar = FormatArithmetic(fmt)
     X, W_Q, W_K = ar.r(X), ar.r(W_Q), ar.r(W_K)
@@ -119,7 +119,7 @@ def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:
         raise ValueError(f"kind must be 'softmax' or 'hardmax', got {kind!r}")
     ar = FormatArithmetic(fmt)
     Z = _as_columns("Z", Z)
-    return _attention_cols(Z, check_heads(heads, Z.shape[-2], exact=False), ar, kind)
+    return _attention_cols(Z, validate_heads(heads, Z.shape[-2], exact=False), ar, kind)
 
 
 def _head_weights(h: AttentionHead) -> list:
@@ -164,7 +164,7 @@ def feed_forward_in(H, ffn: FeedForward, fmt) -> np.ndarray:
     if isinstance(ffn, FeedForward) and np.ndim(ffn.W1) == 2 and np.shape(ffn.W1)[1] != H.shape[-2]:
         raise ValueError(f"H must have d = ffn.W1.shape[1] = {np.shape(ffn.W1)[1]} rows (the layer's width), "
                          f"got shape {H.shape}")
-    return _ffn_cols(H, check_ffn(ffn, H.shape[-2]), ar)
+    return _ffn_cols(H, validate_ffn(ffn, H.shape[-2]), ar)
 
 
 def _ffn_weights(f: FeedForward) -> tuple:

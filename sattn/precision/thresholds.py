@@ -19,11 +19,11 @@ import numpy as np
 
 from .._validate import as_float_array, check_callable, check_int, check_real, check_rng
 from ..layers import AttentionHead, multihead_attention
-from ..patterns.construction import Approximation, check_target
+from ..patterns.construction import Approximation, validate_target
 from ..patterns.criteria import check_approximation
 from ..results import Result
 from ..universality.contextual import as_sequences, vocabulary
-from ..universality.hardmax import check_draw_sizes, hardmax_counterexample
+from ..universality.hardmax import validate_draw_sizes, hardmax_counterexample
 from ..universality.memorize import OneLayerTransformer
 from ..universality.rank_one import RankOneContextualMapping
 from ..universality.universal import TwoLayerModel
@@ -165,7 +165,7 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
     f = float_format(fmt)
     _check_approx(approx)
     causal = bool(approx.causal)
-    A = check_target(A, causal=causal)
+    A = validate_target(A, causal=causal)
     L = approx.X.shape[0]
     if A.shape != (L, L):
         raise ValueError(f"A must be the approximated pattern, of shape (L, L) = ({L}, {L}) "
@@ -230,7 +230,7 @@ def _draw_int_heads(rng, d, max_heads, max_s, bound, zero_key):
 
 def _check_draws(rng, trials, d, max_heads, max_s, bound):
     """The arguments of the random integer heads, checked as :func:`sattn.check_hardmax_counterexample` does."""
-    return (check_rng("rng", rng), *check_draw_sizes(trials, d, max_heads, max_s, bound))
+    return (check_rng("rng", rng), *validate_draw_sizes(trials, d, max_heads, max_s, bound))
 
 
 def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int = 4,

@@ -22,7 +22,7 @@ __flat__ = [
     "vocabulary",
     "SeparationReport",
     "tokenwise_separation",
-    "check_separated",
+    "validate_separated",
     "ContextualReport",
     "contextual_mapping_report",
 ]
@@ -178,9 +178,9 @@ def tokenwise_separation(Xs) -> SeparationReport:
     )
 
 
-def check_separated(Xs, *, r_min: float | None = None, r_max: float | None = None,
+def validate_separated(Xs, *, r_min: float | None = None, r_max: float | None = None,
                     eps: float | None = None, allow_duplicates: bool = False) -> SeparationReport:
-    """Check that a dataset is tokenwise ``(r_min, r_max, eps)``-separated; raise naming the culprit.
+    """Validate that a dataset is tokenwise ``(r_min, r_max, eps)``-separated; raise naming the culprit.
 
     The inequalities are checked in the non-strict form ``r_min <= ||x|| <= r_max`` and
     ``||x - x'|| >= eps`` for different tokens (strictness does not matter for the results).
@@ -369,3 +369,10 @@ def contextual_mapping_report(Xs, outputs, *, r: float | None = None,
         log10_min_distance_same_token=_log10(best[True][0]), n_pairs=n_pairs,
         r=None if r is None else float(r), delta=None if delta is None else float(delta),
     )
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -18,7 +18,7 @@ from ..results import Result
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["hardmax_counterexample", "HardmaxReport", "check_hardmax_counterexample"]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "COUNTEREXAMPLE_T", "check_draw_sizes", "check_hardmax_d"]
+__all__ = [*__flat__, "COUNTEREXAMPLE_T", "validate_draw_sizes", "validate_hardmax_d"]
 
 
 #: The two sets of positions of the counter-example: same min (1), max (6) and mean (7/2).
@@ -35,14 +35,14 @@ MAX_HEAD_SIZE = 64
 MAX_BOUND = 10**6
 
 
-def check_draw_sizes(trials, d, max_heads, max_s, bound):
+def validate_draw_sizes(trials, d, max_heads, max_s, bound):
     """The sizes of the random integer heads, checked and capped (``MAX_TRIALS``,
     ``MAX_HEAD_SIZE``, ``MAX_BOUND``); a value above its cap is a
     :class:`sattn.SizeTooLargeError`."""
     why = "the work of every exact trial grows with d, max_heads and max_s"
     return (check_size("trials", trials, cap=MAX_TRIALS,
                        why="each trial is an exact rational computation of milliseconds or more"),
-            check_hardmax_d(d),
+            validate_hardmax_d(d),
             check_size("max_heads", max_heads, cap=MAX_HEAD_SIZE, why=why),
             check_size("max_s", max_s, cap=MAX_HEAD_SIZE, why=why),
             check_size("bound", bound, cap=MAX_BOUND,
@@ -50,7 +50,7 @@ def check_draw_sizes(trials, d, max_heads, max_s, bound):
                            "longer fit the float64 formats checked"))
 
 
-def check_hardmax_d(d):
+def validate_hardmax_d(d):
     """The token dimension ``d`` of the counter-example, ``1 <= d <= MAX_HEAD_SIZE``."""
     return check_size("d", d, cap=MAX_HEAD_SIZE,
                       why="the token dimension of the counter-example; the exact checks run heads "
@@ -80,7 +80,7 @@ def hardmax_counterexample(d: int = 1) -> tuple[np.ndarray, np.ndarray]:
     Theorem 1 of Kajitsuka & Sato (2024) (the example here is the book's own, not the paper's);
     :ref:`ch-hardmax`.
     """
-    d = check_hardmax_d(d)
+    d = validate_hardmax_d(d)
     out = []
     for T in COUNTEREXAMPLE_T:
         X = np.zeros((d, 4), dtype=np.int64)
@@ -160,7 +160,7 @@ def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_hea
     Theorem 1 of Kajitsuka & Sato (2024); :ref:`ch-hardmax`.
     """
     rng = check_rng("rng", rng)
-    trials, d, max_heads, max_s, bound = check_draw_sizes(trials, d, max_heads, max_s, bound)
+    trials, d, max_heads, max_s, bound = validate_draw_sizes(trials, d, max_heads, max_s, bound)
     X1, X2 = hardmax_counterexample(d)
     mismatches = zero = tied = 0
     for t in range(trials):
@@ -183,3 +183,10 @@ def check_hardmax_counterexample(rng, *, trials: int = 1000, d: int = 1, max_hea
         tied_trials=tied, softmax_outputs=(float(S1[0, 0]), float(S2[0, 0])),
         softmax_gap=float(np.linalg.norm(S1[:, 0] - S2[:, 0])),
     )
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -30,7 +30,7 @@ from .contextual import _key, as_sequences, tokenwise_separation, vocabulary
 from .rank_one import RankOneContextualMapping, projection_vector, rank_one_contextual_mapping
 
 __flat__ = __all__ = [
-    "check_consistent_labels",
+    "validate_consistent_labels",
     "interpolating_ffn",
     "MemorizationReport",
     "OneLayerTransformer",
@@ -51,8 +51,8 @@ def _labels(Xs, Ys):
     return Ys
 
 
-def check_consistent_labels(Xs, Ys) -> int:
-    """Check that labels are consistent; raise naming the first conflicting pair.
+def validate_consistent_labels(Xs, Ys) -> int:
+    """Validate that labels are consistent; raise naming the first conflicting pair.
 
     Labels are consistent when two tokens that are equal and sit in sequences with the same
     vocabulary set carry the same label. Any Transformer without positional encoding is
@@ -334,7 +334,7 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
     Ys = _labels(Xs, Ys)
     # preconditions of the attention layer first (duplicates, zero tokens), then the labels
     attn = rank_one_contextual_mapping(Xs, rng, lam=1.0, s=s)
-    check_consistent_labels(Xs, Ys)
+    validate_consistent_labels(Xs, Ys)
     if isinstance(lam, str) and lam == "auto":
         # one projection vector for choosing lambda and for the layer itself
         seed = int(rng.integers(2**32))
@@ -430,3 +430,10 @@ def memorize_with_positions(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[One
         min_gap=report.min_gap, max_slope=report.max_slope, lam=report.lam,
         parameters=report.parameters + E.size,
     )
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -25,7 +25,7 @@ from .contextual import (
     _log10,
     _pairs_to_separate,
     as_sequences,
-    check_separated,
+    validate_separated,
 )
 
 __flat__ = [
@@ -36,7 +36,7 @@ __flat__ = [
     "RankOneContextualMapping",
     "rank_one_contextual_mapping",
 ]
-__all__ = [*__flat__, "check_head_size"]
+__all__ = [*__flat__, "validate_head_size"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class ProjectionReport(Result):
 MAX_HEAD_SIZE = 4096
 
 
-def check_head_size(s):
+def validate_head_size(s):
     """The head size ``s``, ``1 <= s <= MAX_HEAD_SIZE``."""
     return check_size("s", s, cap=MAX_HEAD_SIZE,
                       why="the head's weights are s x d matrices; the construction needs s = 1")
@@ -397,11 +397,11 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
     """
     Xs = as_sequences("Xs", Xs)
     rng = check_rng("rng", rng)
-    s = check_head_size(s)
+    s = validate_head_size(s)
     d, n = Xs[0].shape
     if n < 2:
         raise ValueError(f"sequences must have n >= 2 tokens (with n = 1 the statement is trivial), got n = {n}")
-    rep = check_separated(Xs, r_min=r_min, r_max=r_max, eps=eps)
+    rep = validate_separated(Xs, r_min=r_min, r_max=r_max, eps=eps)
     if rep.r_min == 0.0:
         i, k = rep.r_min_at
         raise ValueError(
@@ -436,3 +436,10 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
     head = AttentionHead(W_Q=e @ vr, W_K=lam_v * (e @ vr), W_V=e @ vr, W_O=scale * (vr.T @ e.T))
     return RankOneContextualMapping(v=v, lam=float(lam_v), scale=scale, head=head, constants=const,
                                     separation=rep, projection=proj, lam_rule=rule, vocab=vocab)
+
+
+# The old names of this module's renamed functions warn and resolve for one release
+# (sattn/_deprecation.py); imported last so that no line above moves.
+from .._deprecation import module_getattr as _old_names  # noqa: E402
+
+__getattr__ = _old_names(__name__)

@@ -1,6 +1,6 @@
 """Size caps that keep the book's sizes working, and answers that used to be silently wrong (issue 21).
 
-- ``fit_log`` refuses a single distinct length as ``fit_law`` does (the slope is undetermined).
+- ``fit_dmin_log`` refuses a single distinct length as ``fit_law`` does (the slope is undetermined).
 - ``default_max_draws`` at an astronomically large ``L`` is a named error, not an OverflowError.
 - ``smallest_width``, ``smallest_bits`` and ``smallest_format`` need a real bool (or a
   PrecisionReport) from the caller's function: a string or None is a TypeError, not a verdict.
@@ -15,15 +15,15 @@ import pytest
 import sattn
 from sattn import _validate as V
 from sattn.experiments.laws import fit_law
-from sattn.experiments.protocol import fit_log
+from sattn.experiments.protocol import fit_dmin_log
 
 
 def test_fit_log_refuses_one_distinct_length_like_fit_law():
     with pytest.raises(ValueError, match="two distinct lengths"):
         fit_law("log", [2, 2, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="two distinct lengths"):
-        fit_log([2, 2, 2], [1, 2, 3])
-    a, b, r2 = fit_log([2, 2, 4], [1.0, 1.0, 2.0])      # two lengths suffice
+        fit_dmin_log([2, 2, 2], [1, 2, 3])
+    a, b, r2 = fit_dmin_log([2, 2, 4], [1.0, 1.0, 2.0])      # two lengths suffice
     assert r2 == pytest.approx(1.0) and a == pytest.approx(1 / np.log(2))
 
 

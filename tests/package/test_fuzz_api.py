@@ -81,7 +81,7 @@ EXCLUDED = {
     "ContextualReport": "result class returned by contextual_mapping_report",
     "HardmaxReport": "result class returned by check_hardmax_counterexample",
     "ProjectionReport": "result class returned by projection_vector",
-    "SeparationReport": "result class returned by tokenwise_separation / check_separated",
+    "SeparationReport": "result class returned by tokenwise_separation / validate_separated",
     "MemorizationReport": "result class returned by memorize",
     "UniversalApproximationReport": "result class returned by two_layer_approximation",
     "Result": "base class of the result protocol: no constructor parameters, so nothing to fuzz (its "
@@ -477,12 +477,12 @@ spec("check_gamma_variation_bounded", lambda: dict(A=_A4(), gamma=1.0, name="A",
 spec("check_lower_triangular", lambda: dict(A=_A4(), name="A"), A=matrix(square=True), **_NAME)
 spec("check_right_stochastic", lambda: dict(A=_A4(), atol=1e-10, name="A"),
      A=matrix(square=True), atol=real(low=0.0), **_NAME)
-spec("require_k_nonzero_bounded", lambda: dict(A=_A4(), k=3, name="A"),
+spec("validate_k_nonzero_bounded", lambda: dict(A=_A4(), k=3, name="A"),
      A=matrix(square=True), k=integer(low=1), **_NAME)
-spec("require_gamma_variation_bounded", lambda: dict(A=_A4(), gamma=1.0, name="A"),
-     A=matrix(square=True), gamma=real(low=1.0), **_NAME)
-spec("require_lower_triangular", lambda: dict(A=_A4c(), name="A"), A=matrix(square=True), **_NAME)
-spec("require_right_stochastic", lambda: dict(A=_A4(), atol=1e-10, name="A"),
+spec("validate_gamma_variation_bounded", lambda: dict(A=_A4(), gamma=1.0, name="A", rtol=1e-12),
+     A=matrix(square=True), gamma=real(low=1.0), rtol=real(low=0.0), **_NAME)
+spec("validate_lower_triangular", lambda: dict(A=_A4c(), name="A"), A=matrix(square=True), **_NAME)
+spec("validate_right_stochastic", lambda: dict(A=_A4(), atol=1e-10, name="A"),
      A=matrix(square=True), atol=real(low=0.0), **_NAME)
 spec("pattern_parameters", lambda: dict(A=_A4(), name="A"), A=matrix(square=True, nonneg=True), **_NAME)
 _OUT = dict(normalize=boolean(), as_csr=boolean())
@@ -571,7 +571,7 @@ spec("check_hardmax_counterexample", lambda: dict(rng=_rng(), trials=2, d=1, max
      bound=integer(low=1))
 _SEP = dict(r_min=real(low=0.0, none_ok=True), r_max=real(low=0.0, low_open=True, none_ok=True),
             eps=real(low=0.0, low_open=True, none_ok=True))
-spec("check_separated", lambda: dict(Xs=_Xs(), r_min=None, r_max=None, eps=None, allow_duplicates=False),
+spec("validate_separated", lambda: dict(Xs=_Xs(), r_min=None, r_max=None, eps=None, allow_duplicates=False),
      Xs=SEQS_BAD, **_SEP, allow_duplicates=boolean())
 spec("contextual_mapping_report", lambda: dict(Xs=_Xs(), outputs=[X + 0.1 for X in _Xs()], r=None, delta=None),
      Xs=SEQS_BAD, outputs=OUTPUTS_BAD, r=real(low=0.0, low_open=True, none_ok=True),
@@ -595,7 +595,7 @@ spec("tokenwise_separation", lambda: dict(Xs=_Xs()), Xs=SEQS_BAD)
 spec("vocabulary", lambda: dict(X=_Z()), X=matrix(empty=False))
 
 # ---- memorization
-spec("check_consistent_labels", lambda: dict(Xs=_Xs(), Ys=_Ys()), Xs=SEQS_BAD, Ys=LABELS_BAD)
+spec("validate_consistent_labels", lambda: dict(Xs=_Xs(), Ys=_Ys()), Xs=SEQS_BAD, Ys=LABELS_BAD)
 spec("interpolating_ffn", lambda: dict(ids=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
                                        targets=np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]]),
                                        rng=_rng(), max_draws=100),
@@ -663,7 +663,7 @@ spec("judge_laws", lambda: dict(L=_LAW_L, d=_LAW_D, fit_max=256, predict_min=819
      L=vector(sized=False), d=vector(sized=False), fit_max=integer(low=1),
      predict_min=integer(low=2), rounding=vector(none_ok=True, like=np.zeros(8)),
      z_max=real(low=0.0, low_open=True), aic_margin=real(low=0.0))
-spec("fit_log", lambda: dict(L=np.array([64.0, 128.0, 256.0]), d=np.array([3.0, 4.0, 5.0])),
+spec("fit_dmin_log", lambda: dict(L=np.array([64.0, 128.0, 256.0]), d=np.array([3.0, 4.0, 5.0])),
      L=vector(extra=[np.array([64.0, -128.0, 256.0]), np.array([0.0, 128.0, 256.0])]), d=vector())
 spec("load_figure", lambda: dict(figure="fig3", data_dir=os.path.join(ROOT, "data"), verify=True),
      figure=choice(("fig3", "fig4", "fig5")), data_dir=path(), verify=boolean())
@@ -1157,7 +1157,7 @@ NO_CAP = {
     **{(f, "rows"): "clipped to L / (2 k)" for f in ("check_error_model", "check_offsupport_max",
                                                     "check_row_dependence")},
     ("check_k_nonzero_bounded", "k"): "a threshold compared with counts",
-    ("require_k_nonzero_bounded", "k"): "a threshold compared with counts",
+    ("validate_k_nonzero_bounded", "k"): "a threshold compared with counts",
     ("judge_laws", "fit_max"): "a threshold on L",
     ("judge_laws", "predict_min"): "a threshold on L",
     ("smallest_width", "low"): "bisection: log2(high - low) calls of the caller's function",

@@ -17,10 +17,11 @@ import typing
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sattn
-from sattn import _version
+from sattn import _deprecation, _version
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "sattn"
@@ -31,7 +32,7 @@ PKG = REPO / "sattn"
 #: helpers).
 LAYERS = [
     {"sattn.errors": []},             # the package's own exception for sizes it will not compute
-    {"sattn._version": [], "sattn._validate": [], "sattn.results": []},
+    {"sattn._version": [], "sattn._validate": [], "sattn._deprecation": [], "sattn.results": []},
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
@@ -376,3 +377,112 @@ def test_command_line_runs_outside_the_repository(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "k1-g1-e3-0.9" in res.stdout
+
+
+# ------------------------------------------------------------------ the naming rule for checks
+def _functions(prefix):
+    """``(module, name, function)`` for every public function named ``prefix*``."""
+    return [(m, n, obj) for m, n, obj in _public_names()
+            if n.startswith(prefix) and inspect.isfunction(obj)]
+
+
+def test_every_check_returns_a_report():
+    """``check_*`` (and ``*_report``) return a :class:`sattn.Result`; ``sattn.check`` is the one
+    documented exception (the chapters' assertion)."""
+    funcs = _functions("check_") + [(m, n, o) for m, n, o in _public_names()
+                                   if n.endswith("_report") and inspect.isfunction(o)]
+    assert len(funcs) >= 10, funcs
+    bad = {}
+    for m, n, f in funcs:
+        if m == "sattn.results" and n == "check":
+            continue
+        ret = typing.get_type_hints(f).get("return")
+        if not (isinstance(ret, type) and issubclass(ret, sattn.Result)):
+            bad[f"{m}.{n}"] = ret
+    assert not bad, f"check_* must return a report (a sattn.Result), or be named validate_*: {bad}"
+
+
+#: A bad input for every public ``validate_*``: ``(args, kwargs, the exception it raises)``.
+_SQ = np.array([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.2, 0.3, 0.5]])
+BAD_INPUTS = {
+    "validate_weights": ((np.ones((3, 2)), np.ones((3, 2)), np.ones((2, 2))), {}, ValueError),
+    "validate_heads": (([(np.ones((1, 3)),) * 3 + (np.ones((3, 1)),)], 2, False), {}, ValueError),
+    "validate_ffn": (("abc", 2), {}, (TypeError, ValueError)),
+    "validate_k_nonzero_bounded": ((_SQ, 1), {}, sattn.PatternError),
+    "validate_gamma_variation_bounded": ((_SQ, 2.0), {}, sattn.PatternError),
+    "validate_right_stochastic": ((2 * _SQ,), {}, sattn.PatternError),
+    "validate_lower_triangular": ((_SQ,), {}, sattn.PatternError),
+    "validate_tolerances": ((1.0, 1.5), {}, ValueError),
+    "validate_target": ((-_SQ,), {}, ValueError),
+    "validate_separated": (([np.array([[1.0, 1.0], [0.0, 0.0]])],), {}, ValueError),
+    "validate_consistent_labels": (([np.eye(2), np.eye(2)], [np.eye(2), np.eye(2)[:, ::-1]]), {},
+                                   ValueError),
+    "validate_draw_sizes": ((0, 1, 1, 1, 1), {}, ValueError),
+    "validate_hardmax_d": ((0,), {}, ValueError),
+    "validate_head_size": ((0,), {}, ValueError),
+    "validate_scheduler": (("nope", 2), {}, ValueError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_every_validate_raises_on_a_bad_input(name):
+    """``validate_*`` raises on failure; every public one is in BAD_INPUTS (checked below)."""
+    (m, _, f), = [t for t in _functions("validate_") if t[1] == name]
+    args, kwargs, exc = BAD_INPUTS[name]
+    with pytest.raises(exc):
+        f(*args, **kwargs)
+
+
+def test_bad_inputs_cover_every_validate_and_no_function_is_named_require():
+    names = {n for _, n, _ in _functions("validate_")}
+    assert names == set(BAD_INPUTS), (names ^ set(BAD_INPUTS))
+    assert not _functions("require_"), "a raising function is validate_*, not require_*"
+
+
+def _old_names():
+    return [(m, old, new) for m, names in _deprecation.RENAMED.items() for old, new in names.items()]
+
+
+@pytest.mark.parametrize("module,old,new", _old_names(), ids=[f"{m}.{o}" for m, o, _ in _old_names()])
+def test_every_old_name_warns_and_is_the_new_function(module, old, new):
+    """For one release: ``module.<old>`` (and ``sattn.<old>`` when the new name is flat) is the
+    new function, reached with a DeprecationWarning that names it; the old name is in no list."""
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated.*{module}\.{new}\b"):
+        obj = getattr(mod, old)
+    assert obj is getattr(mod, new)
+    assert old not in mod.__all__ and old not in getattr(mod, "__flat__", []) and old not in vars(mod)
+    if new in sattn.__all__:
+        assert sattn.DEPRECATED[old] == new
+        with pytest.warns(DeprecationWarning, match=rf"sattn\.{old} is deprecated.*sattn\.{new}\b"):
+            assert getattr(sattn, old) is getattr(sattn, new)
+        with pytest.warns(DeprecationWarning):
+            exec(f"from sattn import {old} as alias", ns := {})
+        assert ns["alias"] is getattr(sattn, new)
+    assert old not in sattn.__all__
+    assert set(sattn.DEPRECATED) == {o for m, o, n in _old_names() if n in sattn.__all__}
+
+
+def test_an_old_name_gives_the_same_result_and_unknown_names_still_fail():
+    A = np.array([[0.5, 0.5], [0.0, 1.0]])
+    with pytest.warns(DeprecationWarning):
+        old = sattn.require_k_nonzero_bounded
+    assert old(A, 2).ok == sattn.validate_k_nonzero_bounded(A, 2).ok
+    with pytest.warns(DeprecationWarning):
+        fit = sattn.fit_log
+    L, d = np.array([64.0, 128.0, 256.0]), np.array([3.0, 4.0, 5.0])
+    assert fit(L, d) == sattn.fit_dmin_log(L, d)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        sattn.no_such_name
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        importlib.import_module("sattn.patterns.sparse").no_such_name
+
+
+def test_a_validate_beside_a_check_takes_the_same_arguments():
+    """``validate_<p>`` is ``check_<p>(...).raise_if_failed()``: same parameters, same defaults."""
+    pairs = [(m, n) for m, n, _ in _functions("validate_")
+             if "check_" + n[len("validate_"):] in vars(LOADED[m])]
+    assert len(pairs) >= 4, pairs
+    for m, n in pairs:
+        v, c = getattr(LOADED[m], n), getattr(LOADED[m], "check_" + n[len("validate_"):])
+        assert inspect.signature(v).parameters == inspect.signature(c).parameters, (m, n)

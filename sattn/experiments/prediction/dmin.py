@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..._validate import check_int, check_real
-from ...patterns.criteria import check_tolerances
+from ...patterns.criteria import validate_tolerances
 from ..setups import ROOT_SEED, SETUPS, ExperimentError, get_profile, grid_values, make_tasks
 from ..target import SparseTarget, prepare_target
 from .results import DminPrediction, DrawPrediction
@@ -27,7 +27,7 @@ __flat__ = __all__ = ["draw_success_probability", "predict_dmin", "predict_d50",
 
 def _as_target(A, eps1, eps2) -> SparseTarget:
     if isinstance(A, (SparseTarget, RowTypes)):
-        eps1, eps2 = check_tolerances(eps1, eps2)
+        eps1, eps2 = validate_tolerances(eps1, eps2)
         if not (math.isclose(A.eps1, eps1) and math.isclose(A.eps2, eps2)):
             how = "prepared" if isinstance(A, SparseTarget) else "built"
             raise ValueError(f"A is a {type(A).__name__} {how} with eps = ({A.eps1}, {A.eps2}), "

@@ -16,7 +16,7 @@ import scipy.special as spc
 import scipy.stats as sst
 
 from ..._validate import MAX_DRAWS, check_int, check_size
-from ...patterns.criteria import check_tolerances
+from ...patterns.criteria import validate_tolerances
 from .results import RowPrediction
 
 # Machinery of the flat functions: none of its names is flat (the rule: :mod:`sattn`).
@@ -216,7 +216,7 @@ def row_pass_probability(b, L, d, eps1, eps2, *, n_samples=_DEFAULT_SAMPLES, see
     ValueError, TypeError
         Bad sizes, tolerances, ``b`` not a finite positive vector.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     b = _check_b(b)
     L = check_int("L", L, low=max(4, b.size + 2))
     d = check_int("d", d, low=1, high=L)

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..._validate import check_int, check_real, check_rng
-from ...patterns.criteria import check_tolerances
+from ...patterns.criteria import validate_tolerances
 
 __flat__ = __all__ = ["RowTypes", "regular_row_types", "stream_regular_blocks", "row_types_from_blocks"]
 
@@ -82,7 +82,7 @@ def regular_row_types(L, k, gamma, eps1, eps2, rng) -> RowTypes:
     ----------
     Eq. (8) of Likhosherstov et al. (2021); the model is the book's (:ref:`ch-width-bits`).
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     k = check_int("k", k, low=1, high=64)
     L = check_int("L", L, low=max(4, k + 2), high=2 ** 53)
     gamma = check_real("gamma", gamma, low=1.0)
@@ -179,7 +179,7 @@ def row_types_from_blocks(blocks, L, eps1, eps2) -> RowTypes:
     ----------
     Eq. (8) of Likhosherstov et al. (2021); :ref:`ch-width-bits`.
     """
-    eps1, eps2 = check_tolerances(eps1, eps2)
+    eps1, eps2 = validate_tolerances(eps1, eps2)
     L = check_int("L", L, low=4, high=2 ** 53)
     delta = math.log((1.0 + eps1) / eps2)
     hist: dict = {}

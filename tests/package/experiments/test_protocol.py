@@ -16,7 +16,7 @@ import pytest
 
 from sattn.__main__ import main as cli_main
 from sattn.experiments.engine import ENGINE_VERSION
-from sattn.experiments.protocol import fit_log, load_figure, reproduce, run_task
+from sattn.experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
 from sattn.experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
 from sattn.experiments.store import (
     LOCK_NAME,
@@ -39,10 +39,10 @@ def _files(folder: Path) -> dict:
 
 def test_fit_log_recovers_exact_curve():
     L = np.arange(512, 3073, 256)
-    a, b, r2 = fit_log(L, 7.5 * np.log(L) - 3.0)
+    a, b, r2 = fit_dmin_log(L, 7.5 * np.log(L) - 3.0)
     assert (round(a, 6), round(b, 6), round(r2, 9)) == (7.5, -3.0, 1.0)
     with pytest.raises(ValueError, match="equal length"):
-        fit_log([1, 2, 3], [1, 2])
+        fit_dmin_log([1, 2, 3], [1, 2])
 
 
 def test_run_task_is_deterministic_and_reports_the_protocol():

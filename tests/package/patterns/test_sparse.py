@@ -19,10 +19,10 @@ from sattn import (
     check_right_stochastic,
     pattern_parameters,
     permutation_pattern,
-    require_gamma_variation_bounded,
-    require_k_nonzero_bounded,
-    require_lower_triangular,
-    require_right_stochastic,
+    validate_gamma_variation_bounded,
+    validate_k_nonzero_bounded,
+    validate_lower_triangular,
+    validate_right_stochastic,
     sample_sparse,
     strided_pattern,
 )
@@ -69,7 +69,7 @@ def test_k_validator_matches_naive_counts(L, k, density, seed):
         else:
             assert rep.col == int(np.flatnonzero(cc > k)[0]) and rep.count == cc[rep.col]
         with pytest.raises(PatternError, match="more than k"):
-            require_k_nonzero_bounded(A, k)
+            validate_k_nonzero_bounded(A, k)
 
 
 @settings(max_examples=80, deadline=None)
@@ -87,7 +87,7 @@ def test_gamma_validator_matches_naive_pairs(L, gamma, seed):
         vals = A[rep.row][A[rep.row] > 0]
         assert rep.values == (vals.max(), vals.min())
         with pytest.raises(PatternError, match=f"row {rep.row} of A has nonzeros"):
-            require_gamma_variation_bounded(A, gamma)
+            validate_gamma_variation_bounded(A, gamma)
 
 
 def test_gamma_validator_reports_negative_entries():
@@ -101,7 +101,7 @@ def test_right_stochastic_and_lower_triangular():
     assert not rep.ok and rep.row == 1 and rep.values[0] == pytest.approx(0.9)
     assert "row 1 of A sums to 0.9" in rep.message
     with pytest.raises(PatternError, match="row 1 of A sums to 0.9"):
-        require_right_stochastic(A)
+        validate_right_stochastic(A)
     A[1, 2] = 0.1
     assert check_right_stochastic(A).ok
     neg = check_right_stochastic(np.array([[1.5, -0.5], [0, 1.0]]))
@@ -110,7 +110,7 @@ def test_right_stochastic_and_lower_triangular():
     assert not rep.ok and (rep.row, rep.col) == (0, 1)
     assert "A[0, 1] = 0.5 is nonzero above the diagonal" in rep.message
     with pytest.raises(PatternError, match="not lower triangular"):
-        require_lower_triangular(A)
+        validate_lower_triangular(A)
     assert check_lower_triangular(np.tril(A)).ok
 
 
@@ -292,3 +292,13 @@ def test_bad_rtol_and_complex_sparse_input_are_rejected():
     # A complex scipy.sparse matrix used to lose its imaginary part with only a warning.
     with pytest.raises(TypeError, match=r"A must be a real numeric matrix, got dtype complex128"):
         check_k_nonzero_bounded(sps.csr_array(np.eye(2) * (1 + 1j)), 1)
+
+
+def test_validate_gamma_takes_the_same_rtol_as_check():
+    """The raising variant takes every argument of its report-returning partner."""
+    A = np.array([[1.0, 2.0 * (1 + 1e-9)], [1.0, 0.0]])
+    assert not check_gamma_variation_bounded(A, 2.0).ok
+    with pytest.raises(PatternError):
+        validate_gamma_variation_bounded(A, 2.0)
+    assert check_gamma_variation_bounded(A, 2.0, rtol=1e-6).ok
+    assert validate_gamma_variation_bounded(A, 2.0, rtol=1e-6).ok

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sattn.universality.contextual import (
-    check_separated,
+    validate_separated,
     contextual_mapping_report,
     tokenwise_separation,
     vocabulary,
@@ -31,13 +31,13 @@ def test_separation_report_and_vocabulary():
 def test_check_separated_errors_name_culprit():
     X = np.array([[1.0, 2.0, 1.0]])
     with pytest.raises(ValueError, match=r"sequence 0 has a duplicate token: columns 0 and 2"):
-        check_separated([X])
+        validate_separated([X])
     with pytest.raises(ValueError, match=r"Xs\[0\]\[:, 0\] and Xs\[1\]\[:, 0\].*eps = 0.5"):
-        check_separated([np.array([[1.0, 3.0]]), np.array([[1.2, 3.0]])], eps=0.5)
+        validate_separated([np.array([[1.0, 3.0]]), np.array([[1.2, 3.0]])], eps=0.5)
     with pytest.raises(ValueError, match=r"norm 1 < r_min = 1.5"):
-        check_separated([np.array([[1.0, 3.0]])], r_min=1.5)
+        validate_separated([np.array([[1.0, 3.0]])], r_min=1.5)
     with pytest.raises(ValueError, match=r"all sequences must have the same"):
-        check_separated([np.ones((1, 2)), np.ones((1, 3))])
+        validate_separated([np.ones((1, 2)), np.ones((1, 3))])
 
 
 # ---------------------------------------------------------------- contextual mapping checker

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from sattn.layers import feed_forward, transformer_block
 from sattn.universality.memorize import (
-    check_consistent_labels,
+    validate_consistent_labels,
     interpolating_ffn,
     memorize,
     memorize_with_positions,
@@ -112,7 +112,7 @@ def test_inconsistent_labels_name_the_pair():
     with pytest.raises(ValueError, match=r"inconsistent labels: Xs\[1\] and Xs\[5\].*Xs\[1\]\[:, 1\] == Xs\[5\]\[:, 0\]"):
         memorize(Xs, Ys, rng)
     with pytest.raises(ValueError, match="inconsistent labels.*no Transformer without positional encoding"):
-        check_consistent_labels(Xs, Ys)
+        validate_consistent_labels(Xs, Ys)
 
 
 def test_inconsistent_labels_with_duplicates_do_not_claim_impossibility():
@@ -122,13 +122,13 @@ def test_inconsistent_labels_with_duplicates_do_not_claim_impossibility():
     X1, X2 = np.array([x, x, y]).T, np.array([x, y, y]).T
     Y1, Y2 = np.ones((2, 3)), np.full((2, 3), 2.0)
     with pytest.raises(ValueError, match="inconsistent labels") as info:
-        check_consistent_labels([X1, X2], [Y1, Y2])
+        validate_consistent_labels([X1, X2], [Y1, Y2])
     assert "no Transformer" not in str(info.value)
     assert "not permutations of each other" in str(info.value)
     # equal tokens inside one sequence with different labels: impossible for every Transformer
     Y1[0, 1] = 5.0
     with pytest.raises(ValueError, match="no Transformer without positional encoding"):
-        check_consistent_labels([X1], [Y1])
+        validate_consistent_labels([X1], [Y1])
 
 
 def test_memorize_bad_input():
