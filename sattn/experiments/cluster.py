@@ -152,7 +152,7 @@ def run_on_cluster(client, fn, items, key, *, parent=None):
             _, item = pending.pop(fut.key)
             name = key(item)
             try:
-                result, versions, where = fut.result()
+                result, theirs, where = fut.result()
             except KilledWorker as exc:
                 raise ExperimentError(
                     f"task {name}: the Dask workers running it died repeatedly ({exc}). Finished "
@@ -167,9 +167,9 @@ def run_on_cluster(client, fn, items, key, *, parent=None):
                     f"task {name}: a Dask worker could not import {exc.name or 'a module'} ({exc}); "
                     "install the same sattn and libraries on every worker (pip install .)") from exc
             fut.release()
-            if versions != here:
+            if theirs != here:
                 raise ExperimentError(
-                    f"task {name} ran on the Dask worker {where} with {versions}, but this client "
+                    f"task {name} ran on the Dask worker {where} with {theirs}, but this client "
                     f"has {here}; results could differ. Install the same versions on every worker. "
                     "Finished tasks are saved; rerun to resume.")
             yield item, result

@@ -117,7 +117,7 @@ _BEFORE_RUN_JS = f"""async () => {{ const w = {_PANEL_JS};
     for (let t = 0; t < 50; t++) {{
       await new Promise(r => setTimeout(r, 200));
       const n = cell.outputArea.node;
-      if (n.querySelector('img[src^="data:image/png"]') || /PrecomputedExplorer\(|VBox\(/.test(n.innerText)) break;
+      if (n.querySelector('img[src^="data:image/png"]') || /PrecomputedExplorer\\(|VBox\\(/.test(n.innerText)) break;
     }}
     const node = cell.outputArea.node;
     if (node.querySelector('img[src^="data:image/png"]')) res.pictures++;
