@@ -79,8 +79,12 @@ def _plain(text: str) -> str:
 
 
 def _shorten(text: str, words: int = 10) -> str:
+    """The first ``words`` words of ``text`` (more if needed to close an inline ``$...$``)."""
     parts = " ".join(text.split()).split(" ")
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    n = min(words, len(parts))
+    while n < len(parts) and " ".join(parts[:n]).count("$") % 2:
+        n += 1
+    return " ".join(parts[:n]) + (" …" if n < len(parts) else "")
 
 
 def reference_index(folder: str = "chapters") -> dict:

@@ -366,9 +366,13 @@ _RENDER_ALL_JS = f"""async () => {{ const w = {_PANEL_JS};
     if (cell.model.type === 'markdown') {{
       const start = src.lastIndexOf('{{solution-start}}'), end = src.lastIndexOf('{{solution-end}}');
       if (start !== end) inside = start > end;
-      // what the reader sees: the cell without its (hidden) source editor
-      const node = cell.node.cloneNode(true);
-      node.querySelectorAll('.jp-Editor, .cm-editor').forEach(e => e.remove());
+      // what the reader sees: jupyterlab-myst's rendering (.myst), once it is there (lazy, up to 10 s)
+      let node = null;
+      for (let t = 0; t < 100 && !node; t++) {{
+        node = cell.node.querySelector('.myst');
+        if (!node) await new Promise(r => setTimeout(r, 100));
+      }}
+      if (!node) {{ res.rawRoles.push(i + ': not rendered'); continue; }}
       res.chapterLinks += node.querySelectorAll('a[href*=".ipynb"]').length;
       const raw = node.textContent.match(/\\{{(prf:ref|ref|numref|eq|doc|cite:t|cite:p|py:func)\\}}`/g);
       if (raw) res.rawRoles.push(i + ': ' + raw.join(' '));
@@ -383,8 +387,9 @@ _RENDER_ALL_JS = f"""async () => {{ const w = {_PANEL_JS};
 @pytest.mark.parametrize("chapter", REFERENCE_CHAPTERS)
 def test_references_resolve_and_solutions_collapse_in_the_browser(lab, chapter):
     """JupyterLab shows no unresolved cross-reference (jupyterlab-myst logs 'Cross reference target
-    was not found' for each), links references to other chapters to their notebooks, and starts
-    each solution's code cells collapsed (input and output)."""
+    was not found' for each), links references to other chapters to their notebooks (a click opens
+    the notebook in JupyterLab), and starts each solution's code cells collapsed (input and
+    output)."""
     import browser as browser_mod
 
     blocked, messages = [], []
@@ -397,6 +402,13 @@ def test_references_resolve_and_solutions_collapse_in_the_browser(lab, chapter):
         assert path == chapter + ".ipynb", f"the open notebook is {path}, not {chapter}.ipynb"
         shown = page.evaluate(_RENDER_ALL_JS)
         page.wait_for_timeout(500)
+        # a link to another chapter opens that chapter's notebook in JupyterLab (not a download)
+        link = page.locator(".jp-Notebook .jp-MarkdownCell a[href*='.ipynb']").first
+        target = link.get_attribute("href").split("/files/")[-1].split("?")[0]
+        link.scroll_into_view_if_needed()
+        link.click()
+        page.wait_for_function(f"() => {{ const w = {_PANEL_JS}; return !!w && w.context.path === {json.dumps(target)}; }}",
+                               timeout=60000, polling=250)
         ctx.close()
     unresolved = [m for m in messages if "target was not found" in m]
     assert not unresolved, f"{chapter}: {len(unresolved)} unresolved references, e.g. {unresolved[:5]}"

@@ -72,3 +72,9 @@ def test_solution_code_starts_collapsed_and_is_saved_without_the_flags(index):
 def test_bad_folder_is_refused():
     with pytest.raises(ValueError, match="no folder"):
         lab.reference_index("/nonexistent/chapters")
+
+
+def test_a_shortened_caption_never_cuts_inline_math(index):
+    """A link text with an odd number of '$' would open inline math that swallows the link."""
+    for label, (_, text, _) in index["labels"].items():
+        assert text.count("$") % 2 == 0, f"{label}: {text!r}"
