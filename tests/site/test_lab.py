@@ -35,11 +35,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab():
+def lab(tmp_path_factory):
     port = _free_port()
+    # a workspace folder of its own: JupyterLab restores the notebooks a previous run left open
+    # (kept in ~/.jupyter/lab/workspaces), and a restored tab must not stand in for the chapter
+    workspaces = tmp_path_factory.mktemp("lab-workspaces")
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"PORT={port}",
          f"LAB_ARGS=--no-browser --ServerApp.token={TOKEN} --ServerApp.open_browser=False"
+         f" --LabApp.workspaces_dir={workspaces}"
          " --LabApp.expose_app_in_browser=True --NotebookNotary.db_file=:memory:"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
