@@ -187,16 +187,15 @@ def test_run_all_move_slider_and_save_in_the_browser(lab):
             page = ctx.new_page()
             page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
             page.goto(f"{lab}/lab/tree/{CHAPTER}.ipynb?token={TOKEN}", wait_until="load")
-            page.wait_for_function(_KERNEL_IDLE_JS, timeout=60000, polling=250)
+            _wait(page, _KERNEL_IDLE_JS, "the kernel idle after opening", 60)
             # before anything runs, each precomputed figure shows its stored default view (the PNG
             # that PrecomputedExplorer puts next to the widget), not a text repr such as VBox(...)
             shown = page.evaluate(_BEFORE_RUN_JS)
             assert shown["explorers"] >= 1, shown
             assert shown["pictures"] == shown["explorers"] and not shown["reprs"], shown
             # cells tagged raises-exception do not stop Run All
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
-                          ".then(() => true)")
-            counts = page.wait_for_function(_COUNTS_JS, timeout=90000, polling=250).json_value()
+            _command(page, "notebook:run-all-cells", 120)
+            counts = _wait(page, _COUNTS_JS, "every code cell run after Run All", 90)
             assert counts == list(range(1, len(counts) + 1)), f"execution counts after Run All: {counts}"
             t_run = time.time()
             # the precomputed explorer: its sliders (noUiSlider handles) and the stack of views
@@ -217,10 +216,9 @@ def test_run_all_move_slider_and_save_in_the_browser(lab):
                 moved = out.evaluate(fingerprint)
             assert moved != shown and "img:" in moved, "moving the slider did not change the figure"
             # the command's promise resolves when the server has written the file(s)
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')"
-                          ".then(() => true)")
-            page.wait_for_function(f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
-                                   timeout=30000, polling=100)
+            _command(page, "docmanager:save")
+            _wait(page, f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
+                  "the notebook saved (not dirty)", 30)
             t_save = time.time()
             ctx.close()
         after = {f: open(f, "rb").read() for f in files}
@@ -250,6 +248,44 @@ def test_run_all_move_slider_and_save_in_the_browser(lab):
 
 REOPEN_CHAPTER = "12_rank_one"   # one of the chapters (09-14) jupytext refused once .ipynb was newer
 _ERROR_JS = """() => Array.from(document.querySelectorAll('.jp-Dialog')).map(d => d.innerText).join('\\n')"""
+
+
+#: What the page shows when a wait fails: its dialogs, the open document, its kernel, its cells.
+_STATE_JS = f"""() => {{ const w = {_PANEL_JS};
+  const dialogs = Array.from(document.querySelectorAll('.jp-Dialog')).map(d => d.innerText);
+  if (!w) return {{dialogs, panel: null}};
+  const s = w.sessionContext.session, k = s && s.kernel;
+  return {{dialogs, panel: w.context.path, dirty: w.context.model.dirty, ready: w.context.isReady,
+          kernel: k ? k.status : null, kernelName: k ? k.name : null,
+          counts: Array.from(w.content.model.cells).filter(c => c.type === 'code')
+                       .slice(0, 5).map(c => c.executionCount)}}; }}"""
+
+
+def _page_state(page) -> str:
+    try:
+        return json.dumps(page.evaluate(_STATE_JS), indent=1)[:3000]
+    except Exception as exc:  # the page itself is gone or stuck
+        return f"(the page's state could not be read: {exc})"
+
+
+def _wait(page, js, what, timeout_s):
+    """page.wait_for_function, failing with what the page shows instead of a bare timeout."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        return page.wait_for_function(js, timeout=timeout_s * 1000, polling=250).json_value()
+    except PlaywrightTimeout:
+        pytest.fail(f"{what}: not within {timeout_s} s; the page shows:\n{_page_state(page)}")
+
+
+def _command(page, command, timeout_s=60):
+    """Run a JupyterLab command and wait for its promise. A command that waits on a dialog (a save
+    that asks whether to overwrite a file changed on disk) would hold page.evaluate forever, which
+    has no timeout of its own: the promise races a timer, and the test fails with the dialog."""
+    settled = page.evaluate(f"""() => Promise.race([
+        window.jupyterapp.commands.execute({json.dumps(command)}).then(() => 'done', e => 'error: ' + e),
+        new Promise(r => setTimeout(() => r('timeout'), {timeout_s * 1000}))])""")
+    if settled != "done":
+        pytest.fail(f"{command}: {settled} after {timeout_s} s; the page shows:\n{_page_state(page)}")
 
 
 def _git_status() -> str:
@@ -318,9 +354,9 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
             ctx = browser_mod.new_context(browser, blocked=blocked, viewport=(1400, 1000))
             page = ctx.new_page()
             _open_in_lab(page, lab, REOPEN_CHAPTER + ".ipynb")
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save').then(() => true)")
-            page.wait_for_function(f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
-                                   timeout=30000, polling=100)
+            _command(page, "docmanager:save")
+            _wait(page, f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
+                  "the notebook saved (not dirty)", 30)
             page.wait_for_timeout(500)
             after_save = {f: open(f, "rb").read() for f in files}
             status_after = _git_status()
@@ -334,10 +370,10 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
             page.evaluate(f"""() => {{ const w = {_PANEL_JS};
                 const i = Array.from(w.content.model.cells).findIndex(c => c.type === 'code');
                 w.content.activeCellIndex = i; return i; }}""")
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell').then(() => true)")
-            count = page.wait_for_function(f"""() => {{ const w = {_PANEL_JS};
+            _command(page, "notebook:run-cell")
+            count = _wait(page, f"""() => {{ const w = {_PANEL_JS};
                 const c = Array.from(w.content.model.cells).find(c => c.type === 'code');
-                return c && c.executionCount; }}""", timeout=60000, polling=250).json_value()
+                return c && c.executionCount; }}""", "the first code cell run after reopening", 60)
             ctx.close()
     finally:
         for f in files:  # leave the checkout as it was, whatever happened
@@ -411,8 +447,8 @@ def test_references_resolve_and_solutions_collapse_in_the_browser(lab, chapter):
         target = link.get_attribute("href").split("/files/")[-1].split("?")[0]
         link.scroll_into_view_if_needed()
         link.click()
-        page.wait_for_function(f"() => {{ const w = {_PANEL_JS}; return !!w && w.context.path === {json.dumps(target)}; }}",
-                               timeout=60000, polling=250)
+        _wait(page, f"() => {{ const w = {_PANEL_JS}; return !!w && w.context.path === {json.dumps(target)}; }}",
+              f"the linked notebook {target} open", 60)
         ctx.close()
     unresolved = [m for m in messages if "target was not found" in m]
     assert not unresolved, f"{chapter}: {len(unresolved)} unresolved references, e.g. {unresolved[:5]}"
