@@ -147,7 +147,10 @@ def _log_ndtr(x):
 
 
 def _quantile_width(b0, b1, q):
-    return (ndtri(q) - b0) / b1
+    """``d_q`` of probit fits; NaN where a fit has no positive slope (separated counts of a
+    bootstrap resample have no maximum-likelihood fit; their slope may be exactly 0)."""
+    b1 = np.asarray(b1, float)
+    return (ndtri(q) - b0) / np.where(b1 > 0, b1, np.nan)
 
 
 def curve_quantiles(d, n, s, *, quantiles=QUANTILES, n_boot=N_BOOT, rng=None):

@@ -2,6 +2,7 @@
 calibration, and the resumable run (quick profile)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -207,3 +208,14 @@ def test_no_compute_publishes_the_finished_curves_only(tmp_path):
     with pytest.raises(ExperimentError, match="nothing to write"):
         reproduce_acceptance(profile="quick", out=tmp_path / "empty", progress=False,
                              compute=False)
+
+
+def test_quantile_of_a_flat_fit_is_nan_without_a_warning():
+    """A bootstrap resample whose counts are separated can end with slope 0: its d_q is NaN (the
+    resample is dropped), not a division-by-zero warning in the chapter's output."""
+    from sattn.experiments.acceptance.analysis import _quantile_width
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _quantile_width(np.array([1.0, -3.0]), np.array([0.0, 0.1]), 0.5)
+    assert np.isnan(out[0]) and out[1] == pytest.approx(30.0)
