@@ -124,9 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="fast vs reference engine; writes benchmarks/results.json")
     b.add_argument("--quick", action="store_true", help="small sizes only (a smoke test)")
-    b.add_argument("--out", default="benchmarks/results.json",
-                   help="where to write the results (default: benchmarks/results.json under the "
-                        "working directory)")
+    b.add_argument("--out", default="benchmarks/results.json", help="results file (default: %(default)s)")
     b.set_defaults(func=_bench)
 
     s = sub.add_parser("setups", help="list the twelve setups and their d grids")

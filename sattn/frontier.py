@@ -70,24 +70,27 @@ TOLERANCES = {1: (3.0, 0.9), 2: (3.0, 0.9), 4: (7.0, 0.9)}
 #: The tolerances of ``k = 1`` (the loosest setup of the experiments, k1-g1-e3-0.9).
 EPS1, EPS2 = TOLERANCES[1]
 ROOT_SEED = 20260
+#: The length limits of a profile, per ``k``: one per construction and one for the float format.
+_LIMIT_KEYS = CONSTRUCTIONS + ("float",)
+
+
+def _limits(per_k):
+    """``{k: (algorithm1, moment-curve, optimizer, float)}`` as ``{k: {key: largest L}}``."""
+    return {k: dict(zip(_LIMIT_KEYS, v)) for k, v in per_k.items()}
+
+
 #: Profiles: lengths, and per ``k`` the largest length each construction (and the float format)
 #: runs at; larger lengths get a row with the reason.
 PROFILES = {
+    #                    k: algorithm1, moment-curve, optimizer, float
     "quick": {"lengths": (64, 128, 256), "k": (1, 2, 4),
-              "limits": {1: {"algorithm1": 256, "moment-curve": 256, "optimizer": 128,
-                             "float": 256},
-                         2: {"algorithm1": 256, "moment-curve": 256, "optimizer": 64,
-                             "float": 256},
-                         4: {"algorithm1": 256, "moment-curve": 256, "optimizer": 64,
-                             "float": 256}}},
+              "limits": _limits({1: (256, 256, 128, 256), 2: (256, 256, 64, 256),
+                                 4: (256, 256, 64, 256)})},
     "paper": {"lengths": tuple(2 ** p for p in range(6, 16)), "k": (1, 2, 4),
-              "limits": {1: {"algorithm1": 16384, "moment-curve": 4096, "optimizer": 2048,
-                             "float": 2048},
-                         2: {"algorithm1": 8192, "moment-curve": 4096, "optimizer": 512,
-                             "float": 2048},
-                         4: {"algorithm1": 8192, "moment-curve": 4096, "optimizer": 512,
-                             "float": 2048}}},
+              "limits": _limits({1: (16384, 4096, 2048, 2048), 2: (8192, 4096, 512, 2048),
+                                 4: (8192, 4096, 512, 2048)})},
 }
+
 _DESCRIPTION = (
     "Width x bits frontier: for a target with exactly k equal nonzeros in every row and column "
     "(sattn.regular_pattern with structure='random': k random permutations that differ in every "

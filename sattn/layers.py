@@ -182,6 +182,16 @@ def hardmax(A) -> np.ndarray:
     return M / M.sum(axis=0, keepdims=True)
 
 
+def _four_matrices(obj, cls, fields, must, got):
+    """The four fields of a head or a feed-forward block, given as ``cls`` or as a 4-tuple in the
+    order of ``fields``; anything else is a TypeError ``"{must} or a (fields) tuple, got {got}"``."""
+    if isinstance(obj, cls):
+        return tuple(getattr(obj, f) for f in fields)
+    if isinstance(obj, (tuple, list)) and len(obj) == 4:
+        return tuple(obj)
+    raise TypeError(f"{must} or a ({', '.join(fields)}) tuple, got {got}")
+
+
 def validate_heads(heads, d: int, exact: bool):
     """``heads`` (a head, a tuple or a list of them) as ``(W_Q, W_K, W_V, W_O)`` tuples of width ``d``."""
     if isinstance(heads, AttentionHead) or (
@@ -200,12 +210,8 @@ def validate_heads(heads, d: int, exact: bool):
     conv = _to_fraction_matrix if exact else (lambda name, v: as_matrix(name, v))
     out = []
     for i, h in enumerate(heads):
-        if isinstance(h, AttentionHead):
-            W_Q, W_K, W_V, W_O = h.W_Q, h.W_K, h.W_V, h.W_O
-        elif isinstance(h, (tuple, list)) and len(h) == 4:
-            W_Q, W_K, W_V, W_O = h
-        else:
-            raise TypeError(f"heads[{i}] must be an AttentionHead or a (W_Q, W_K, W_V, W_O) tuple, got {h!r}")
+        W_Q, W_K, W_V, W_O = _four_matrices(h, AttentionHead, ("W_Q", "W_K", "W_V", "W_O"),
+                                            f"heads[{i}] must be an AttentionHead", repr(h))
         W_Q, W_K, W_V, W_O = (conv(f"heads[{i}].{nm}", W) for nm, W in
                               zip(("W_Q", "W_K", "W_V", "W_O"), (W_Q, W_K, W_V, W_O)))
         s = W_Q.shape[0]
@@ -310,12 +316,8 @@ def feed_forward(H, ffn) -> np.ndarray:
 
 def validate_ffn(ffn, d):
     """``ffn`` (a FeedForward or a tuple) as checked ``(W1, b1, W2, b2)`` for width ``d``."""
-    if isinstance(ffn, FeedForward):
-        W1, b1, W2, b2 = ffn.W1, ffn.b1, ffn.W2, ffn.b2
-    elif isinstance(ffn, (tuple, list)) and len(ffn) == 4:
-        W1, b1, W2, b2 = ffn
-    else:
-        raise TypeError(f"ffn must be a FeedForward or a (W1, b1, W2, b2) tuple, got {type(ffn).__name__}")
+    W1, b1, W2, b2 = _four_matrices(ffn, FeedForward, ("W1", "b1", "W2", "b2"),
+                                    "ffn must be a FeedForward", type(ffn).__name__)
     W1 = as_matrix("ffn.W1", W1, cols=d)
     q = W1.shape[0]
     b1 = as_vector("ffn.b1", b1, size=q)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -84,18 +84,12 @@ def _setup(k, gamma, eps1, eps2) -> Setup:
 #: no ratios) and five tolerance pairs, all loose enough that d_min stays well below L on
 #: 512..3072 (tight tolerances push d_min towards L; spec of the book, 8.8).
 SETUPS: dict[str, Setup] = {s.name: s for s in [
-    _setup(1, 1, 3.0, 0.9),
-    _setup(1, 1, 7.0, 0.5),
-    _setup(1, 1, 3.0, 0.5),
-    _setup(1, 1, 7.0, 0.25),
-    _setup(2, 1, 3.0, 0.9),
-    _setup(2, 2, 3.0, 0.9),
-    _setup(2, 1, 7.0, 0.5),
-    _setup(2, 2, 7.0, 0.5),
-    _setup(3, 1, 7.0, 0.9),
-    _setup(3, 2, 7.0, 0.9),
-    _setup(4, 1, 7.0, 0.9),
-    _setup(4, 2, 7.0, 0.9),
+    # k = 1: four tolerance pairs
+    _setup(1, 1, 3.0, 0.9), _setup(1, 1, 7.0, 0.5), _setup(1, 1, 3.0, 0.5), _setup(1, 1, 7.0, 0.25),
+    # k = 2: two tolerance pairs, both gamma
+    _setup(2, 1, 3.0, 0.9), _setup(2, 2, 3.0, 0.9), _setup(2, 1, 7.0, 0.5), _setup(2, 2, 7.0, 0.5),
+    # k = 3 and 4: one tolerance pair, both gamma
+    _setup(3, 1, 7.0, 0.9), _setup(3, 2, 7.0, 0.9), _setup(4, 1, 7.0, 0.9), _setup(4, 2, 7.0, 0.9),
 ]}
 
 
@@ -150,38 +144,26 @@ def ladder_values(start, stop, rel) -> list[int]:
     return out
 
 
-#: d grids of the paper profile: start about 0.65 x a pilot estimate of d_min at L = 512 (levels
-#: far below d_min are rejected cheaply by the partial draws), step about 8% of that estimate
-#: (2 to 12), generous stop (never reached).
-_PAPER_GRIDS = {
-    "k1-g1-e3-0.9": (18, 200, 2),
-    "k1-g1-e7-0.5": (32, 300, 4),
-    "k1-g1-e3-0.5": (40, 300, 4),
-    "k1-g1-e7-0.25": (54, 400, 6),
-    "k2-g1-e3-0.9": (42, 400, 6),
-    "k2-g2-e3-0.9": (54, 400, 6),
-    "k2-g1-e7-0.5": (64, 400, 8),
-    "k2-g2-e7-0.5": (72, 400, 8),
-    "k3-g1-e7-0.9": (64, 480, 8),
-    "k3-g2-e7-0.9": (72, 480, 8),
-    "k4-g1-e7-0.9": (80, 480, 10),
-    "k4-g2-e7-0.9": (96, 480, 12),
+#: d grids (start, stop, step) per setup: the paper profile's start about 0.65 x a pilot estimate
+#: of d_min at L = 512 (levels far below d_min are rejected cheaply by the partial draws), step
+#: about 8% of that estimate (2 to 12), generous stop (never reached); the quick profile's grids are small.
+#: setup              paper             quick
+_GRIDS = {
+    "k1-g1-e3-0.9":     ((18, 200, 2),     (12, 128, 4)),
+    "k1-g1-e7-0.5":     ((32, 300, 4),     (20, 128, 4)),
+    "k1-g1-e3-0.5":     ((40, 300, 4),     (24, 128, 4)),
+    "k1-g1-e7-0.25":    ((54, 400, 6),     (24, 128, 4)),
+    "k2-g1-e3-0.9":     ((42, 400, 6),     (24, 128, 4)),
+    "k2-g2-e3-0.9":     ((54, 400, 6),     (28, 128, 4)),
+    "k2-g1-e7-0.5":     ((64, 400, 8),     (32, 128, 4)),
+    "k2-g2-e7-0.5":     ((72, 400, 8),     (32, 128, 4)),
+    "k3-g1-e7-0.9":     ((64, 480, 8),     (36, 128, 4)),
+    "k3-g2-e7-0.9":     ((72, 480, 8),     (36, 128, 4)),
+    "k4-g1-e7-0.9":     ((80, 480, 10),    (36, 128, 4)),
+    "k4-g2-e7-0.9":     ((96, 480, 12),    (40, 128, 4)),
 }
-
-_QUICK_GRIDS = {
-    "k1-g1-e3-0.9": (12, 128, 4),
-    "k1-g1-e7-0.5": (20, 128, 4),
-    "k1-g1-e3-0.5": (24, 128, 4),
-    "k1-g1-e7-0.25": (24, 128, 4),
-    "k2-g1-e3-0.9": (24, 128, 4),
-    "k2-g2-e3-0.9": (28, 128, 4),
-    "k2-g1-e7-0.5": (32, 128, 4),
-    "k2-g2-e7-0.5": (32, 128, 4),
-    "k3-g1-e7-0.9": (36, 128, 4),
-    "k3-g2-e7-0.9": (36, 128, 4),
-    "k4-g1-e7-0.9": (36, 128, 4),
-    "k4-g2-e7-0.9": (40, 128, 4),
-}
+_PAPER_GRIDS = {name: g[0] for name, g in _GRIDS.items()}
+_QUICK_GRIDS = {name: g[1] for name, g in _GRIDS.items()}
 
 #: The decades experiment of the paper profile (:ref:`ch-log-law`): six of the twelve setups
 #: (k = 1..4, both gamma), ten lengths 64..32768, three independent targets per (setup, L), a
@@ -218,37 +200,37 @@ _DECADES_QUICK = {
     "description": "A small decades run for tests: two setups, L = 64..256, two targets, 8 draws.",
 }
 
+_PAPER = Profile(
+    name="paper",
+    lengths=tuple(range(512, 3072 + 1, 256)),
+    grids=_PAPER_GRIDS,
+    Q=0.1,
+    fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
+    fig4_Q=(0.1, 0.25, 0.5, 1.0, 2.0, 5.0),
+    fig4_lengths=(512, 1024, 1536),
+    fig5={"setup": "k2-g2-e7-0.5", "L": 128, "d_grid": (4, 128, 4)},
+    description=("The data the book ships: the paper's L grid 512..3072 step 256 and twelve "
+                 "setups of the book; Figure 3 uses ceil(L/10) draws per width (Q = 0.1, "
+                 "reduced from the paper's Q = 1 to fit two shared CPU cores; Figure 4 "
+                 "measures the effect of Q from 0.1 to 5 on two setups, L = 512..1536)."),
+    out="data",
+    decades=DECADES_PAPER,
+)
+
 PROFILES: dict[str, Profile] = {
-    "paper": Profile(
-        name="paper",
-        lengths=tuple(range(512, 3072 + 1, 256)),
-        grids=_PAPER_GRIDS,
-        Q=0.1,
-        fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
-        fig4_Q=(0.1, 0.25, 0.5, 1.0, 2.0, 5.0),
-        fig4_lengths=(512, 1024, 1536),
-        fig5={"setup": "k2-g2-e7-0.5", "L": 128, "d_grid": (4, 128, 4)},
-        description=("The data the book ships: the paper's L grid 512..3072 step 256 and twelve "
-                     "setups of the book; Figure 3 uses ceil(L/10) draws per width (Q = 0.1, "
-                     "reduced from the paper's Q = 1 to fit two shared CPU cores; Figure 4 "
-                     "measures the effect of Q from 0.1 to 5 on two setups, L = 512..1536)."),
-        out="data",
-        decades=DECADES_PAPER,
-    ),
-    "paper-q1": Profile(
+    "paper": _PAPER,
+    # Figure 3 with the paper's budget: everything else as in the paper profile
+    "paper-q1": replace(
+        _PAPER,
         name="paper-q1",
-        lengths=tuple(range(512, 3072 + 1, 256)),
-        grids=_PAPER_GRIDS,
         Q=1.0,
-        fig4_setups=("k1-g1-e3-0.9", "k2-g1-e3-0.9"),
         fig4_Q=(1.0,),
-        fig4_lengths=(512, 1024, 1536),
-        fig5={"setup": "k2-g2-e7-0.5", "L": 128, "d_grid": (4, 128, 4)},
         description=("Figure 3 as the paper ran it: the same twelve setups, L grid and d grids as "
                      "the paper profile, with the paper's budget of ceil(L) draws per width "
                      "(Q = 1). The same targets and the same first draws as the Q = 0.1 data, so "
                      "d_min can only decrease."),
         out="data/q1",
+        decades=None,
     ),
     "quick": Profile(
         name="quick",

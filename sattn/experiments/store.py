@@ -99,6 +99,17 @@ def _regular_file(path: Path, what: str) -> bool:
     return True
 
 
+def _read_bytes(path: Path, what: str) -> bytes | None:
+    """The bytes of the regular file ``path``, or None if there is none; a filesystem fault is
+    the clear error of :func:`filesystem_error`, naming ``what`` was being read."""
+    if not _regular_file(path, what):
+        return None
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise filesystem_error(exc, f"read {what}") from None
+
+
 def _canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
@@ -315,12 +326,9 @@ class TaskStore:
             If the file is unreadable, fails its checksum, or was computed with other parameters.
         """
         p = self.path(task)
-        if not _regular_file(p, "the result file"):
+        data = _read_bytes(p, "the result file")
+        if data is None:
             return None
-        try:
-            data = p.read_bytes()
-        except OSError as exc:
-            raise filesystem_error(exc, "read the result file") from None
         try:
             rec = _loads(data)
             payload, digest = rec["payload"], rec["sha256"]
@@ -411,12 +419,9 @@ def read_manifest(path, *, remedy: str) -> dict:
         does not match that checksum (a byte flip that still parses as JSON is caught here).
     """
     path = Path(path)
-    if not _regular_file(path, "the manifest"):
+    data = _read_bytes(path, "the manifest")
+    if data is None:
         raise StoreError(f"the manifest {path} is missing; {remedy}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise filesystem_error(exc, "read the manifest") from None
     try:
         man = _loads(data)
         if not isinstance(man, dict):

@@ -30,19 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SizeTooLargeError
-from .._validate import (
-    MAX_BYTES,
-    MAX_DRAWS,
-    MAX_L,
-    as_matrix,
-    check_bool,
-    check_dense_size,
-    check_int,
-    check_real,
-    check_rng,
-    check_size,
-    gib,
-)
+from .._validate import (MAX_BYTES, MAX_DRAWS, MAX_L, as_matrix, check_bool, check_dense_size,
+                         check_int, check_real, check_rng, check_size, gib)
 from ..attention import row_softmax
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
@@ -124,10 +113,8 @@ def logit_target(A, eps1, eps2) -> np.ndarray:
     ----------
     A : array_like, shape (L, L)
         Nonnegative target with at least one nonzero per row.
-    eps1 : float
-        ``eps1 > 0``.
-    eps2 : float
-        ``0 < eps2 < 1``.
+    eps1, eps2 : float
+        The tolerances, ``eps1 > 0`` and ``0 < eps2 < 1``.
 
     Returns
     -------
@@ -559,10 +546,8 @@ def theorem1_bound(L, k, gamma, eps1, eps2) -> int:
         ``1 <= k <= L``.
     gamma : float
         ``gamma >= 1``.
-    eps1 : float
-        ``eps1 > 0``.
-    eps2 : float
-        ``0 < eps2 < 1``.
+    eps1, eps2 : float
+        The tolerances, ``eps1 > 0`` and ``0 < eps2 < 1``.
 
     Returns
     -------

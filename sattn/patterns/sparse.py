@@ -24,6 +24,7 @@ The book explains all of this in :ref:`ch-sparse-patterns`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -369,56 +370,30 @@ def check_lower_triangular(A, *, name: str = "A") -> PatternReport:
     return PatternReport(True, prop, f"{name} is lower triangular")
 
 
-def validate_k_nonzero_bounded(A, k, *, name: str = "A") -> PatternReport:
-    """Like :func:`check_k_nonzero_bounded`, but raise :class:`PatternError` on a violation.
+def _raising(check):
+    """The ``validate_*`` partner of a ``check_*`` validator: the same arguments, and the report
+    returned only when ``A`` is in the class (:class:`PatternError` with its message otherwise)."""
+    @functools.wraps(check)
+    def validate(*args, **kwargs) -> PatternReport:
+        return check(*args, **kwargs).raise_if_failed()
+
+    validate.__name__ = validate.__qualname__ = check.__name__.replace("check_", "validate_", 1)
+    validate.__doc__ = f"""Like :func:`{check.__name__}`, but raise :class:`PatternError` on a violation.
 
     Raises
     ------
     PatternError
         With the report's message, if ``A`` is not in the class.
     ValueError, TypeError
-        On malformed input, as :func:`check_k_nonzero_bounded`.
+        On malformed input, as :func:`{check.__name__}`.
     """
-    return check_k_nonzero_bounded(A, k, name=name).raise_if_failed()
+    return validate
 
 
-def validate_gamma_variation_bounded(A, gamma, *, name: str = "A", rtol: float = 1e-12) -> PatternReport:
-    """Like :func:`check_gamma_variation_bounded`, but raise :class:`PatternError` on a violation.
-
-    Raises
-    ------
-    PatternError
-        With the report's message, if ``A`` is not in the class.
-    ValueError, TypeError
-        On malformed input, as :func:`check_gamma_variation_bounded`.
-    """
-    return check_gamma_variation_bounded(A, gamma, name=name, rtol=rtol).raise_if_failed()
-
-
-def validate_right_stochastic(A, *, atol: float = 1e-10, name: str = "A") -> PatternReport:
-    """Like :func:`check_right_stochastic`, but raise :class:`PatternError` on a violation.
-
-    Raises
-    ------
-    PatternError
-        With the report's message, if ``A`` is not in the class.
-    ValueError, TypeError
-        On malformed input, as :func:`check_right_stochastic`.
-    """
-    return check_right_stochastic(A, atol=atol, name=name).raise_if_failed()
-
-
-def validate_lower_triangular(A, *, name: str = "A") -> PatternReport:
-    """Like :func:`check_lower_triangular`, but raise :class:`PatternError` on a violation.
-
-    Raises
-    ------
-    PatternError
-        With the report's message, if ``A`` is not in the class.
-    ValueError, TypeError
-        On malformed input, as :func:`check_lower_triangular`.
-    """
-    return check_lower_triangular(A, name=name).raise_if_failed()
+validate_k_nonzero_bounded = _raising(check_k_nonzero_bounded)
+validate_gamma_variation_bounded = _raising(check_gamma_variation_bounded)
+validate_right_stochastic = _raising(check_right_stochastic)
+validate_lower_triangular = _raising(check_lower_triangular)
 
 
 def pattern_parameters(A, *, name: str = "A") -> tuple[int, float]:
@@ -474,6 +449,34 @@ def _check_dense_L(L, as_csr):
                                                           "(as_csr=True stores only the nonzeros)")
 
 
+# The sections that the pattern constructors' docstrings share, written once and put in place of
+# their markers by @_shared_sections (what help() and the API page show is the whole text).
+_SIZE_ERROR = """\
+    SizeTooLargeError
+        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
+        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
+        (``MAX_NNZ``).
+"""
+_PATTERN_RETURNS_AND_RAISES = """\
+    Returns
+    -------
+    numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a size or ``gamma`` is out of the range stated above (the message names it), or
+        ``rng`` is given and is not a :class:`numpy.random.Generator`.
+""" + _SIZE_ERROR
+
+
+def _shared_sections(func):
+    """Fill the markers ``[pattern returns and raises]`` and ``[size error]`` of a docstring."""
+    func.__doc__ = (func.__doc__.replace("    [pattern returns and raises]\n", _PATTERN_RETURNS_AND_RAISES)
+                    .replace("    [size error]\n", _SIZE_ERROR))
+    return func
+
+
 #: The most nonzeros a pattern may have: their row and column indices (int64) and values (float64)
 #: take 24 bytes each, at most MAX_BYTES in all (about 1.8e8 nonzeros).
 MAX_NNZ = MAX_BYTES // 24
@@ -506,6 +509,7 @@ def _finish(L, rows, cols, vals, normalize, as_csr):
     return A
 
 
+@_shared_sections
 def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = False):
     """Random k-nonzero-bounded, gamma-variation-bounded pattern by the paper's two-pass sampler.
 
@@ -546,10 +550,7 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     ------
     ValueError, TypeError
         If ``L``, ``k`` or ``gamma`` is out of range, or ``rng`` is not a Generator.
-    SizeTooLargeError
-        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
-        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
-        (``MAX_NNZ``).
+    [size error]
 
     References
     ----------
@@ -635,6 +636,7 @@ def _values(rows, cols, gamma, rng):
     return np.where((rows + cols) % 2 == 0, gamma, 1.0)
 
 
+@_shared_sections
 def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None,
                  normalize: bool = True, as_csr: bool = False):
     """Local-window (band) pattern: token ``l`` attends to tokens ``j`` with ``|l - j| <= width``.
@@ -657,19 +659,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     as_csr : bool, default False
         Return a scipy CSR array.
 
-    Returns
-    -------
-    numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
-
-    Raises
-    ------
-    ValueError, TypeError
-        If a size or ``gamma`` is out of the range stated above (the message names it), or
-        ``rng`` is given and is not a :class:`numpy.random.Generator`.
-    SizeTooLargeError
-        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
-        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
-        (``MAX_NNZ``).
+    [pattern returns and raises]
 
     References
     ----------
@@ -689,6 +679,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
+@_shared_sections
 def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = False, rng=None,
                     normalize: bool = True, as_csr: bool = False):
     """Strided (dilated) pattern: token ``l`` attends to ``l, l + s, ..., l + (count - 1) s``.
@@ -709,19 +700,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     gamma, causal, rng, normalize, as_csr
         As in :func:`band_pattern`.
 
-    Returns
-    -------
-    numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
-
-    Raises
-    ------
-    ValueError, TypeError
-        If a size or ``gamma`` is out of the range stated above (the message names it), or
-        ``rng`` is given and is not a :class:`numpy.random.Generator`.
-    SizeTooLargeError
-        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
-        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
-        (``MAX_NNZ``).
+    [pattern returns and raises]
 
     References
     ----------
@@ -750,6 +729,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
     return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
+@_shared_sections
 def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=None,
                   normalize: bool = True, as_csr: bool = False):
     """Block-diagonal pattern: tokens attend within consecutive blocks of ``block`` tokens.
@@ -765,19 +745,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     gamma, causal, rng, normalize, as_csr
         As in :func:`band_pattern`.
 
-    Returns
-    -------
-    numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
-
-    Raises
-    ------
-    ValueError, TypeError
-        If a size or ``gamma`` is out of the range stated above (the message names it), or
-        ``rng`` is given and is not a :class:`numpy.random.Generator`.
-    SizeTooLargeError
-        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
-        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
-        (``MAX_NNZ``).
+    [pattern returns and raises]
 
     References
     ----------
@@ -798,6 +766,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
+@_shared_sections
 def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False):
     """A uniformly random permutation matrix: each token attends to exactly one token (maybe itself).
 
@@ -814,15 +783,13 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     Returns
     -------
     numpy.ndarray or scipy.sparse.csr_array, shape (L, L)
+        One nonzero, 1, in each row and each column.
 
     Raises
     ------
     ValueError, TypeError
         If ``L`` is not an integer ``>= 1`` or ``rng`` is not a :class:`numpy.random.Generator`.
-    SizeTooLargeError
-        If the result would be too large: a dense ``L x L`` float64 array above 4 GiB
-        (``L > 23170``), a CSR pattern with ``L > 131072``, or more than about ``1.8e8`` nonzeros
-        (``MAX_NNZ``).
+    [size error]
 
     References
     ----------

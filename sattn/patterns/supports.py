@@ -346,10 +346,8 @@ def nested_supports_example(eps1, eps2) -> NestedSupports:
 
     Parameters
     ----------
-    eps1 : float
-        ``eps1 > 0``.
-    eps2 : float
-        ``0 < eps2 < 1``.
+    eps1, eps2 : float
+        The tolerances, ``eps1 > 0`` and ``0 < eps2 < 1``.
 
     Returns
     -------
