@@ -294,18 +294,23 @@ def _git_status() -> str:
 
 
 def _open_in_lab(page, lab, name, *, reset=False):
-    """Open chapters/NAME in JupyterLab; fail with the dialog's text if jupytext refuses it.
-    ``reset``: start from an empty workspace (no notebook of an earlier test restored beside it)."""
+    """Open chapters/NAME in JupyterLab and wait until it is the current document, its kernel
+    idle; fail with the dialog's text if jupytext refuses it. ``reset``: start from an empty
+    workspace (no notebook of an earlier test restored beside it, whose panel could be current
+    for a moment while the layout is restored)."""
     page.goto(f"{lab}/lab/tree/{name}?{'reset&' if reset else ''}token={TOKEN}", wait_until="load")
+    ready = f"""() => {{ const w = {_PANEL_JS};
+      return !!w && w.context.path === {json.dumps(name)} && ({_KERNEL_IDLE_JS})(); }}"""
     t0 = time.time()
     while time.time() - t0 < 90:
         dialog = page.evaluate(_ERROR_JS)
         if dialog:
             pytest.fail(f"JupyterLab shows an error dialog for {name}:\n{dialog[:1500]}")
-        if page.evaluate(_KERNEL_IDLE_JS):
+        if page.evaluate(ready):
             return
         page.wait_for_timeout(250)
-    pytest.fail(f"{name} did not open with an idle kernel within 90 s")
+    pytest.fail(f"{name} did not open as the current document with an idle kernel within 90 s; "
+                f"the page shows:\n{_page_state(page)}")
 
 
 @pytest.fixture(params=["as stored", "every .ipynb newer than its .md"])
@@ -353,7 +358,7 @@ def test_open_save_reopen_and_run_in_the_browser(lab, chapter_times):
         with browser_mod.chromium() as browser:
             ctx = browser_mod.new_context(browser, blocked=blocked, viewport=(1400, 1000))
             page = ctx.new_page()
-            _open_in_lab(page, lab, REOPEN_CHAPTER + ".ipynb")
+            _open_in_lab(page, lab, REOPEN_CHAPTER + ".ipynb", reset=True)
             _command(page, "docmanager:save")
             _wait(page, f"() => {{ const w = {_PANEL_JS}; return !!w && !w.context.model.dirty; }}",
                   "the notebook saved (not dirty)", 30)
