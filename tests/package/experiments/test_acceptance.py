@@ -224,15 +224,13 @@ def test_quantile_of_a_flat_fit_is_nan_without_a_warning():
 def test_the_design_anchor_is_the_decades_data():
     """DECADES_DMIN_MEAN, frozen at registration, is the mean first-success width of the shipped
     decades data per (setting, L), to one decimal."""
-    import csv
-    import os
+    from pathlib import Path
 
     from sattn.experiments.acceptance.design import DECADES_DMIN_MEAN
+    from sattn.experiments.protocol import load_figure
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    with open(os.path.join(root, "data", "decades.csv"), newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = load_figure("decades", Path(__file__).resolve().parents[3] / "data")
     for name, by_L in DECADES_DMIN_MEAN.items():
         for L, mean in by_L.items():
-            d = [float(r["d_min"]) for r in rows if r["setup"] == name and int(r["L"]) == L]
+            d = [r["d_min"] for r in rows if r["setup"] == name and r["L"] == L]
             assert len(d) == 3 and round(sum(d) / 3, 1) == mean, (name, L, d, mean)
