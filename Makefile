@@ -15,10 +15,12 @@ export PYTHONHASHSEED := 0
 export OPENBLAS_NUM_THREADS ?= 1
 BOOK_FLAGS := -W -n --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
+# What nbval checked, per stored notebook (tools/book_cache.py); make test's book stage reads it.
+NBVAL_RECORD := _build/nbval/record.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help venv vendor book status test test-fast test-package test-notebooks test-nbval test-site lab serve \
+.PHONY: help venv vendor book book-after-nbval status test test-fast test-package test-notebooks test-nbval test-site lab serve \
         live screenshots linkcheck release pdf \
         notebooks clean
 
@@ -29,6 +31,7 @@ help:
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
 	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
+	@echo "make book-after-nbval  make test's book stage: the book, its cache filled from test-nbval's run"
 	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
 	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve          serve _build/html on http://$(HOST):$(PORT)"
@@ -78,7 +81,19 @@ test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/notebooks -q
 
 test-nbval: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider -n 2 --dist loadscope
+	$(BIN)/python -m pytest $(NBVAL) chapters -q -p no:cacheprovider -n 2 --dist loadscope \
+	  -p tools.book_cache --nbval-record $(NBVAL_RECORD)
+
+# make test's book stage: the same -W build as `make book`, with the execution cache filled first. A
+# chapter that nbval has just run and compared in full (and that has no widgets) is taken from that
+# run; the others are executed two at a time; tools/book_cache.py says which and why.
+CHAPTER_NOTEBOOKS := $(wildcard chapters/*.ipynb)
+book-after-nbval: $(STAMP) $(VENDOR)
+	$(BIN)/python tools/book_cache.py prime --results $(NBVAL_RECORD) --cache _build/.jupyter_cache \
+	  $(CHAPTER_NOTEBOOKS)
+	$(BIN)/python tools/book_cache.py execute --cache _build/.jupyter_cache \
+	  $(CHAPTER_NOTEBOOKS:.ipynb=.md)
+	$(MAKE) --no-print-directory book
 
 # Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
 # is installed by tools/install_browser.sh when missing): console errors, outside requests, math,
@@ -101,7 +116,7 @@ screenshots: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 # Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
-STAGES := test-package test-notebooks test-nbval book pdf test-site
+STAGES := test-package test-notebooks test-nbval book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
 	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
 	for stage in $(STAGES); do \

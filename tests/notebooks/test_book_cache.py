@@ -1,0 +1,142 @@
+"""tools/book_cache.py: which stored notebooks may stand for the book's own execution.
+
+The rule is the module's docstring; these tests run it on the real chapters and a real
+jupyter-cache, and check that a notebook it adds is the one the book build then finds for the .md.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from jupyter_cache import get_cache
+from myst_nb.core.read import read_myst_markdown_notebook
+
+from tools import book_cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHAPTERS = sorted(glob.glob(os.path.join(ROOT, "chapters", "*.ipynb")))
+
+
+def _record(paths, passed=True, base=ROOT):
+    return {os.path.relpath(p, base).replace(os.sep, "/"): {
+        "all_cells_passed": passed, "cells": 3, "seconds": 1.5,
+        "sha256": book_cache.file_sha256(p)} for p in paths}
+
+
+def _copy_chapter(tmp_path, name):
+    (tmp_path / "chapters").mkdir(exist_ok=True)
+    for ext in (".ipynb", ".md"):
+        shutil.copy(os.path.join(ROOT, "chapters", name + ext), tmp_path / "chapters")
+    return str(tmp_path / "chapters" / (name + ".ipynb"))
+
+
+def test_the_rule_on_the_real_chapters():
+    """Every chapter gets a verdict; widget and exempt-output chapters are always left to the build."""
+    records = _record(CHAPTERS)
+    verdicts = {}
+    for path in CHAPTERS:
+        key = os.path.relpath(path, ROOT).replace(os.sep, "/")
+        verdicts[os.path.basename(path)] = book_cache.reasons_to_execute(path, records[key])
+    assert any("widget views" in " ".join(r) for r in verdicts.values())
+    assert any("nbval-ignore-output" in " ".join(r) for r in verdicts.values())
+    assert verdicts["16_log_law.ipynb"] == [] and verdicts["17_prediction.ipynb"] == []
+    for name, reasons in verdicts.items():
+        nb = nbformat.read(os.path.join(ROOT, "chapters", name), as_version=4)
+        widgets = any(book_cache.WIDGET_VIEW in o.get("data", {})
+                      for c in nb.cells for o in c.get("outputs", []))
+        exempt = any(set(c.metadata.get("tags", [])) & book_cache.EXEMPT_TAGS for c in nb.cells)
+        assert (reasons == []) == (not widgets and not exempt), name
+
+
+@pytest.mark.parametrize("how", ["failed", "changed", "missing"])
+def test_a_notebook_nbval_did_not_pass_as_read_is_executed(tmp_path, how):
+    path = _copy_chapter(tmp_path, "06_causal")
+    record = _record([path], passed=(how != "failed"))
+    entry = next(iter(record.values()))
+    if how == "changed":
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("\n")
+    reasons = book_cache.reasons_to_execute(path, None if how == "missing" else entry)
+    expected = {"failed": "not every cell passed", "changed": "changed after nbval read it",
+                "missing": "nbval did not run it"}[how]
+    assert any(expected in r for r in reasons), reasons
+
+
+def test_a_primed_chapter_is_what_the_build_finds_for_its_md(tmp_path, monkeypatch):
+    """The cache record matches the notebook myst-nb reads from the .md, with nbval's time."""
+    monkeypatch.chdir(tmp_path)
+    path = _copy_chapter(tmp_path, "06_causal")
+    results = tmp_path / "record.json"
+    results.write_text(json.dumps({"notebooks": _record([path], base=tmp_path)}))
+    assert book_cache.prime(str(results), str(tmp_path / "cache"), ["chapters/06_causal.ipynb"]) == 1
+    cache = get_cache(str(tmp_path / "cache"))
+    with open(tmp_path / "chapters" / "06_causal.md", encoding="utf-8") as f:
+        from_md = read_myst_markdown_notebook(f.read())
+    record = cache.match_cache_notebook(from_md)
+    assert record.data == {"execution_seconds": 1.5, "executed_by": "nbval"}
+    _, merged = cache.merge_match_into_notebook(from_md)
+    stored = nbformat.read(path, as_version=4)
+    assert [c.get("outputs") for c in merged.cells if c.cell_type == "code"] == \
+        [c.get("outputs") for c in stored.cells if c.cell_type == "code"]
+
+
+def test_prime_without_a_record_says_what_to_run(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "book_cache.py"), "prime",
+                           "--results", str(tmp_path / "none.json"), "--cache", str(tmp_path / "c"),
+                           os.path.join(ROOT, "chapters", "06_causal.ipynb")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode != 0
+    assert "no nbval record" in proc.stderr and "make test-nbval" in proc.stderr
+
+
+def test_the_plugin_records_a_real_nbval_run(tmp_path):
+    """nbval on one real chapter, with the plugin: every cell passed, the file's hash, its time."""
+    path = _copy_chapter(tmp_path, "06_causal")
+    out = tmp_path / "rec" / "record.json"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
+         "-p", "no:cacheprovider", "-p", "tools.book_cache", "--nbval-record", str(out),
+         "--rootdir", str(tmp_path), "chapters/06_causal.ipynb"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    entry = json.loads(out.read_text())["notebooks"]["chapters/06_causal.ipynb"]
+    stored = nbformat.read(path, as_version=4)
+    assert entry["all_cells_passed"] is True
+    assert entry["cells"] == sum(c.cell_type == "code" for c in stored.cells)
+    assert entry["sha256"] == book_cache.file_sha256(path) and entry["seconds"] > 0
+
+
+def test_execute_runs_what_the_cache_lacks_and_the_build_finds_it(tmp_path, monkeypatch):
+    """Two real chapters executed at once from their .md; a second call executes nothing."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("03_approximation", "06_causal"):
+        _copy_chapter(tmp_path, name)
+    mds = ["chapters/03_approximation.md", "chapters/06_causal.md"]
+    assert book_cache.execute(str(tmp_path / "cache"), mds, workers=2) == 2
+    assert book_cache.execute(str(tmp_path / "cache"), mds, workers=2) == 0
+    cache = get_cache(str(tmp_path / "cache"))
+    for md in mds:
+        with open(md, encoding="utf-8") as f:
+            from_md = read_myst_markdown_notebook(f.read())
+        assert cache.match_cache_notebook(from_md).data["execution_seconds"] > 0
+        _, merged = cache.merge_match_into_notebook(from_md)
+        assert all(c.get("outputs") is not None for c in merged.cells if c.cell_type == "code")
+        assert any(c.get("outputs") for c in merged.cells if c.cell_type == "code"), md
+
+
+def test_execute_stops_on_a_failing_chapter_with_its_traceback(tmp_path, capsys):
+    md = tmp_path / "broken.md"
+    with open(os.path.join(ROOT, "chapters", "06_causal.md"), encoding="utf-8") as f:
+        text = f.read()
+    md.write_text(text + "\n```{code-cell} ipython3\nraise RuntimeError('the bad cell')\n```\n")
+    with pytest.raises(SystemExit, match="1 chapter"):
+        book_cache.execute(str(tmp_path / "cache"), [str(md)], workers=1)
+    assert "the bad cell" in capsys.readouterr().err
