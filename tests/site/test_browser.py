@@ -50,6 +50,7 @@ class PageVisit:
     report: dict = field(default_factory=dict)
     figures: list = field(default_factory=list)  # (figure index, control, changed?, detail)
     overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
+    notebook: dict = field(default_factory=dict)  # a chapter's .ipynb download and run panel
     seconds: float = 0.0
 
 
@@ -123,6 +124,8 @@ def visits(html_dir) -> dict[str, PageVisit]:
             else:
                 visit.report = page.evaluate(CHECKS_JS)
                 visit.overflow = page.evaluate(OVERFLOW_JS)  # before controls move
+                if 'class="book-run-panel"' in source:  # a chapter: its download and run panel
+                    visit.notebook = _notebook_offer(page)
             for fig in visit.report["figures"]:
                 if fig["live"] or fig["kernelOutput"]:
                     continue  # needs a kernel: see test_live_cells_are_marked and test_live.py
@@ -323,20 +326,34 @@ def test_dark_mode_keeps_figures_readable(reader, html_dir):
     assert not errors and not blocked, (errors, blocked)
 
 
-def test_each_chapter_offers_its_notebook_and_run_instructions(reader, html_dir):
-    base, page, errors, blocked = reader
+def _notebook_offer(page) -> dict:
+    """What a chapter page offers for running it: its first .ipynb link, fetched as the reader's
+    browser would, and the text of its run panel (read during the page's one visit)."""
+    links = page.eval_on_selector_all('a[href$=".ipynb"]', "as => as.map(a => a.href)")
+    content = page.content()
+    offer = {"link": links[0] if links else None, "status": None, "nbformat": None,
+             "code_cells": 0, "panel": page.inner_text("details.book-run-panel", timeout=5000),
+             "names_lab": "make lab" in content and "JupyterLab" in content}
+    if links:
+        resp = page.request.get(links[0])
+        offer["status"] = resp.status
+        if resp.ok:
+            nb = json.loads(resp.body())
+            offer["nbformat"] = nb["nbformat"]
+            offer["code_cells"] = sum(c["cell_type"] == "code" for c in nb["cells"])
+    return offer
+
+
+def test_each_chapter_offers_its_notebook_and_run_instructions(visits, html_dir):
     chapters = _chapters(html_dir)
     assert chapters, "no chapter page carries the 'Run this chapter yourself' panel"
     for name in chapters:
-        page.goto(base + name, wait_until="domcontentloaded")
-        links = page.eval_on_selector_all('a[href$=".ipynb"]', "as => as.map(a => a.href)")
-        assert links, f"{name}: no .ipynb download link"
-        resp = page.request.get(links[0])
-        assert resp.ok, f"{name}: {links[0]} -> HTTP {resp.status}"
-        nb = json.loads(resp.body())
-        assert nb["nbformat"] == 4 and any(c["cell_type"] == "code" for c in nb["cells"]), name
-        panel = page.inner_text("details.book-run-panel", timeout=5000)
-        assert "make lab" in page.content() and "JupyterLab" in page.content(), panel
+        offer = _visit(visits, name).notebook
+        assert offer, f"{name}: its download and run panel were not read"
+        assert offer["link"], f"{name}: no .ipynb download link"
+        assert offer["status"] == 200, f"{name}: {offer['link']} -> HTTP {offer['status']}"
+        assert offer["nbformat"] == 4 and offer["code_cells"] > 0, (name, offer)
+        assert offer["names_lab"], (name, offer["panel"])
 
 
 def test_status_page_lists_versions_and_execution_times(reader, html_dir):

@@ -83,10 +83,14 @@ def test_moved_sections_redirect_in_the_browser(html_dir):
         for old, entry in ANCHOR_REDIRECTS.items():
             kept = sorted(page_ids(html_dir, old) & {"summary", "exercises"})
             for anchor in entry["anchors"]:
-                page.goto(f"{base}{old}.html#{anchor}")
+                # the forwarding script runs in the old page's head: no need to wait for the old
+                # page's load (its math, widgets) before the new page's URL is awaited
+                page.goto(f"{base}{old}.html#{anchor}", wait_until="commit")
                 page.wait_for_url(re.compile(re.escape(f"{base}{entry['to']}.html#{anchor}") + "$"),
-                                  timeout=10000)
-                assert page.evaluate("id => !!document.getElementById(id)", anchor), (old, anchor)
+                                  timeout=10000, wait_until="commit")
+                # the section is on the new page (parsed; its math need not be typeset yet)
+                page.wait_for_function("id => !!document.getElementById(id)", arg=anchor,
+                                       timeout=10000)
             for anchor in kept:                  # an id still on the old page stays there
                 page.goto(f"{base}{old}.html#{anchor}")
                 page.wait_for_timeout(300)
