@@ -91,7 +91,7 @@ CHAPTER_NOTEBOOKS := $(wildcard chapters/*.ipynb)
 book-after-nbval: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/book_cache.py prime --results $(NBVAL_RECORD) --cache _build/.jupyter_cache \
 	  $(CHAPTER_NOTEBOOKS)
-	$(BIN)/python tools/book_cache.py execute --cache _build/.jupyter_cache \
+	$(BIN)/python tools/book_cache.py execute --cache _build/.jupyter_cache --record $(NBVAL_RECORD) \
 	  $(CHAPTER_NOTEBOOKS:.ipynb=.md)
 	$(MAKE) --no-print-directory book
 

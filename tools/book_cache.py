@@ -175,8 +175,23 @@ def _execute_one(args):
     return md, nb, result.time, result.exc_string if result.err else None
 
 
-def execute(cache_dir: str, mds: list[str], workers: int = 2, timeout: int = 300) -> int:
-    """Execute, ``workers`` at a time, every chapter the cache does not hold; return how many."""
+def longest_first(mds: list[str], record: str | None) -> list[str]:
+    """``mds`` by nbval's time for their stored notebooks in ``record``, longest first (chapters
+    without a time keep their order, after the others)."""
+    if not record or not os.path.exists(record):
+        return list(mds)
+    with open(record, encoding="utf-8") as f:
+        seconds = {k[: -len(".ipynb")]: v["seconds"] for k, v in json.load(f)["notebooks"].items()}
+    key = lambda md: os.path.relpath(md)[: -len(".md")].replace(os.sep, "/")  # noqa: E731
+    return sorted(mds, key=lambda md: -seconds.get(key(md), 0.0))
+
+
+def execute(cache_dir: str, mds: list[str], workers: int = 2, timeout: int = 300,
+            record: str | None = None) -> int:
+    """Execute, ``workers`` at a time, every chapter the cache does not hold; return how many.
+
+    With ``record`` (the nbval record), the chapters nbval took longest over start first, so that
+    a long chapter does not run alone at the end."""
     from concurrent.futures import ProcessPoolExecutor
 
     from jupyter_cache import get_cache
@@ -192,6 +207,7 @@ def execute(cache_dir: str, mds: list[str], workers: int = 2, timeout: int = 300
             cache.match_cache_notebook(nb)
         except KeyError:
             todo.append(md)
+    todo = longest_first(todo, record)
     failed = []
     with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo) or 1))) as pool:
         for md, nb, seconds, error in pool.map(_execute_one, [(md, timeout) for md in todo]):
@@ -219,6 +235,8 @@ def main(argv=None) -> int:
     e.add_argument("--cache", required=True, help="the book's jupyter-cache folder")
     e.add_argument("--workers", type=int, default=2, help="chapters executed at once (default 2)")
     e.add_argument("--timeout", type=int, default=300, help="seconds per cell (the book's: 300)")
+    e.add_argument("--record", default=None,
+                   help="the nbval record: start the chapters nbval took longest over first")
     e.add_argument("chapters", nargs="+", help="the chapters' .md files")
     args = parser.parse_args(argv)
     if args.command == "prime":
@@ -227,7 +245,7 @@ def main(argv=None) -> int:
     else:
         if args.workers < 1 or args.timeout < 1:
             parser.error("--workers and --timeout must be positive integers")
-        ran = execute(args.cache, args.chapters, args.workers, args.timeout)
+        ran = execute(args.cache, args.chapters, args.workers, args.timeout, args.record)
         print(f"book_cache: {ran} of {len(args.chapters)} chapters executed, "
               f"{args.workers} at a time; the others were in the cache")
     return 0

@@ -37,6 +37,39 @@ def _copy_chapter(tmp_path, name):
     return str(tmp_path / "chapters" / (name + ".ipynb"))
 
 
+TINY_MD = """---
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+
+# A tiny chapter
+
+```{code-cell} ipython3
+x = 6 * 7
+```
+
+```{code-cell} ipython3
+print(x)
+```
+"""
+
+
+def _tiny_pair(folder, name="tiny"):
+    """A small real chapter pair (.md and its executed .ipynb), written as the book writes them."""
+    import jupytext
+    import nbclient
+
+    folder.mkdir(parents=True, exist_ok=True)
+    md = folder / f"{name}.md"
+    md.write_text(TINY_MD)
+    nb = jupytext.read(str(md))
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    nbformat.write(nb, str(folder / f"{name}.ipynb"))
+    return str(md), str(folder / f"{name}.ipynb")
+
+
 def test_the_rule_on_the_real_chapters():
     """Every chapter gets a verdict; widget and exempt-output chapters are always left to the build."""
     records = _record(CHAPTERS)
@@ -97,46 +130,62 @@ def test_prime_without_a_record_says_what_to_run(tmp_path):
 
 
 def test_the_plugin_records_a_real_nbval_run(tmp_path):
-    """nbval on one real chapter, with the plugin: every cell passed, the file's hash, its time."""
-    path = _copy_chapter(tmp_path, "06_causal")
+    """nbval on a small real notebook, with the plugin: every cell passed, the file's hash, its time;
+    a notebook whose stored output is wrong is recorded as failed."""
+    _, good = _tiny_pair(tmp_path / "chapters", "good")
+    _, bad = _tiny_pair(tmp_path / "chapters", "bad")
+    nb = nbformat.read(bad, as_version=4)
+    nb.cells[-1].outputs[0]["text"] = "41\n"
+    nbformat.write(nb, bad)
     out = tmp_path / "rec" / "record.json"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
          "-p", "no:cacheprovider", "-p", "tools.book_cache", "--nbval-record", str(out),
-         "--rootdir", str(tmp_path), "chapters/06_causal.ipynb"],
+         "--rootdir", str(tmp_path), "chapters"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    entry = json.loads(out.read_text())["notebooks"]["chapters/06_causal.ipynb"]
-    stored = nbformat.read(path, as_version=4)
-    assert entry["all_cells_passed"] is True
-    assert entry["cells"] == sum(c.cell_type == "code" for c in stored.cells)
-    assert entry["sha256"] == book_cache.file_sha256(path) and entry["seconds"] > 0
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]  # the bad one failed
+    record = json.loads(out.read_text())["notebooks"]
+    assert record["chapters/good.ipynb"]["all_cells_passed"] is True
+    assert record["chapters/good.ipynb"]["cells"] == 2
+    assert record["chapters/good.ipynb"]["sha256"] == book_cache.file_sha256(good)
+    assert record["chapters/good.ipynb"]["seconds"] > 0
+    assert record["chapters/bad.ipynb"]["all_cells_passed"] is False
 
 
 def test_execute_runs_what_the_cache_lacks_and_the_build_finds_it(tmp_path, monkeypatch):
-    """Two real chapters executed at once from their .md; a second call executes nothing."""
+    """Two chapters executed at once from their .md; a second call executes nothing."""
     monkeypatch.chdir(tmp_path)
-    for name in ("03_approximation", "06_causal"):
-        _copy_chapter(tmp_path, name)
-    mds = ["chapters/03_approximation.md", "chapters/06_causal.md"]
+    folder = tmp_path / "chapters"
+    folder.mkdir()
+    (folder / "one.md").write_text(TINY_MD)
+    (folder / "two.md").write_text(TINY_MD.replace("6 * 7", "6 * 8"))
+    mds = ["chapters/one.md", "chapters/two.md"]
     assert book_cache.execute(str(tmp_path / "cache"), mds, workers=2) == 2
     assert book_cache.execute(str(tmp_path / "cache"), mds, workers=2) == 0
     cache = get_cache(str(tmp_path / "cache"))
-    for md in mds:
+    for md, shown in zip(mds, ("42", "48")):
         with open(md, encoding="utf-8") as f:
             from_md = read_myst_markdown_notebook(f.read())
         assert cache.match_cache_notebook(from_md).data["execution_seconds"] > 0
         _, merged = cache.merge_match_into_notebook(from_md)
-        assert all(c.get("outputs") is not None for c in merged.cells if c.cell_type == "code")
-        assert any(c.get("outputs") for c in merged.cells if c.cell_type == "code"), md
+        assert merged.cells[-1].outputs[0]["text"].strip() == shown, md
 
 
 def test_execute_stops_on_a_failing_chapter_with_its_traceback(tmp_path, capsys):
     md = tmp_path / "broken.md"
-    with open(os.path.join(ROOT, "chapters", "06_causal.md"), encoding="utf-8") as f:
-        text = f.read()
-    md.write_text(text + "\n```{code-cell} ipython3\nraise RuntimeError('the bad cell')\n```\n")
+    md.write_text(TINY_MD + "\n```{code-cell} ipython3\nraise RuntimeError('the bad cell')\n```\n")
     with pytest.raises(SystemExit, match="1 chapter"):
         book_cache.execute(str(tmp_path / "cache"), [str(md)], workers=1)
     assert "the bad cell" in capsys.readouterr().err
+
+
+def test_the_longest_chapters_start_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rec = tmp_path / "record.json"
+    rec.write_text(json.dumps({"notebooks": {
+        "chapters/a.ipynb": {"seconds": 2.0}, "chapters/b.ipynb": {"seconds": 40.0}}}))
+    mds = ["chapters/a.md", "chapters/c.md", "chapters/b.md"]
+    assert book_cache.longest_first(mds, str(rec)) == ["chapters/b.md", "chapters/a.md",
+                                                       "chapters/c.md"]
+    assert book_cache.longest_first(mds, None) == mds
