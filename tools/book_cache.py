@@ -9,11 +9,11 @@ in two steps, and the build then finds every chapter there:
 * ``prime``: a stored notebook that nbval has just checked stands for a fresh execution. A pytest
   plugin (``pytest -p tools.book_cache --nbval-record FILE``) records, per stored notebook, whether
   every one of its cells passed under nbval, how long its cells took, and the SHA-256 of the file
-  nbval read. A notebook is added only when all of these hold (the command prints why any other
-  was not):
+  as it was when the run started (before nbval read it). A notebook is added only when all of
+  these hold (the command prints why any other was not):
 
   1. nbval ran it in that run, and every one of its cells passed;
-  2. the file is byte for byte the one nbval read (its SHA-256 is unchanged);
+  2. the file is byte for byte what it was when nbval's run started (its SHA-256 is unchanged);
   3. nbval compared every cell: none is tagged ``nbval-ignore-output`` or ``nbval-skip`` (such
      outputs may differ between machines, so the page must show this machine's);
   4. it has no widget views: the stored files drop the widget state that the page needs to draw
@@ -61,10 +61,25 @@ def pytest_addoption(parser):
 
 
 class _Recorder:
-    def __init__(self, out: str, rootdir: str):
+    def __init__(self, out: str, rootdir: str, args: list[str], invoked_in: str):
         self.out = out
         self.rootdir = rootdir
+        self.args = args
+        self.invoked_in = invoked_in
         self.notebooks: dict[str, dict] = {}
+        self.hashes: dict[str, str] = {}
+
+    def pytest_sessionstart(self, session):
+        """Hash every notebook before nbval reads it: a file changed later, even during the run,
+        then no longer matches its record (hashing at the end would vouch for the changed file)."""
+        for arg in self.args:
+            arg = os.path.join(self.invoked_in, arg.split("::", 1)[0])
+            found = [arg] if os.path.isfile(arg) else [
+                os.path.join(d, f) for d, _, fs in os.walk(arg) for f in fs]
+            for full in found:
+                if full.endswith(".ipynb"):
+                    rel = os.path.relpath(full, self.rootdir).replace(os.sep, "/")
+                    self.hashes[rel] = file_sha256(full)
 
     def pytest_runtest_logreport(self, report):
         path = report.nodeid.split("::", 1)[0]
@@ -80,12 +95,11 @@ class _Recorder:
     def pytest_sessionfinish(self, session, exitstatus):
         results = {}
         for path, entry in sorted(self.notebooks.items()):
-            full = os.path.join(self.rootdir, path)
             results[path] = {
                 "all_cells_passed": entry["failed"] == 0 and entry["cells"] > 0,
                 "cells": entry["cells"],
                 "seconds": round(entry["seconds"], 2),
-                "sha256": file_sha256(full) if os.path.exists(full) else None,
+                "sha256": self.hashes.get(path),  # as the file was when the run started
             }
         os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
         tmp = self.out + ".tmp"
@@ -100,7 +114,9 @@ def pytest_configure(config):
     if out and not hasattr(config, "workerinput"):  # the controller of an xdist run, or a plain run
         if os.path.exists(out):
             os.remove(out)  # a record never outlives the run that wrote it
-        config.pluginmanager.register(_Recorder(out, str(config.rootpath)), "nbval-recorder")
+        recorder = _Recorder(out, str(config.rootpath), list(config.args),
+                             str(config.invocation_params.dir))
+        config.pluginmanager.register(recorder, "nbval-recorder")
 
 
 # --------------------------------------------------------------------------- priming the cache
@@ -116,7 +132,7 @@ def reasons_to_execute(path: str, record: dict | None) -> list[str]:
     if not record.get("all_cells_passed"):
         reasons.append("not every cell passed under nbval")
     if record.get("sha256") != file_sha256(path):
-        reasons.append("the file changed after nbval read it")
+        reasons.append("the file changed since nbval's run started")
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))

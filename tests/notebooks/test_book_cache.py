@@ -97,7 +97,7 @@ def test_a_notebook_nbval_did_not_pass_as_read_is_executed(tmp_path, how):
         with open(path, "a", encoding="utf-8") as f:
             f.write("\n")
     reasons = book_cache.reasons_to_execute(path, None if how == "missing" else entry)
-    expected = {"failed": "not every cell passed", "changed": "changed after nbval read it",
+    expected = {"failed": "not every cell passed", "changed": "changed since nbval's run started",
                 "missing": "nbval did not run it"}[how]
     assert any(expected in r for r in reasons), reasons
 
