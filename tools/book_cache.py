@@ -41,7 +41,6 @@ import sys
 
 #: Cell tags under which nbval does not compare (all of) a cell's outputs.
 EXEMPT_TAGS = frozenset({"nbval-ignore-output", "nbval-skip"})
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def file_sha256(path: str) -> str:
@@ -122,9 +121,12 @@ def pytest_configure(config):
 # --------------------------------------------------------------------------- priming the cache
 
 
-def reasons_to_execute(path: str, record: dict | None) -> list[str]:
-    """Why the stored notebook ``path`` may not stand for a fresh execution (empty: it may)."""
+def reasons_to_execute(path: str, record: dict | None, nb=None) -> list[str]:
+    """Why the stored notebook ``path`` (already read: ``nb``) may not stand for a fresh
+    execution (empty: it may)."""
     import nbformat
+
+    from sattn.presentation.lab import WIDGET_VIEW  # the mime type the save hook rewrites too
 
     if record is None:
         return ["nbval did not run it"]
@@ -133,7 +135,8 @@ def reasons_to_execute(path: str, record: dict | None) -> list[str]:
         reasons.append("not every cell passed under nbval")
     if record.get("sha256") != file_sha256(path):
         reasons.append("the file changed since nbval's run started")
-    nb = nbformat.read(path, as_version=4)
+    if nb is None:
+        nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = set(cell.get("metadata", {}).get("tags", []))
         if tags & EXEMPT_TAGS:
@@ -160,11 +163,11 @@ def prime(results_path: str, cache_dir: str, notebooks: list[str]) -> int:
     added = 0
     for path in notebooks:
         key = os.path.relpath(path).replace(os.sep, "/")
-        reasons = reasons_to_execute(path, records.get(key))
+        nb = nbformat.read(path, as_version=4)
+        reasons = reasons_to_execute(path, records.get(key), nb)
         if reasons:
             print(f"  {key}: to be executed ({'; '.join(reasons)})")
             continue
-        nb = nbformat.read(path, as_version=4)
         md = os.path.abspath(path[: -len(".ipynb")] + ".md")
         cache.cache_notebook_bundle(
             CacheBundleIn(nb, md, data={"execution_seconds": records[key]["seconds"],

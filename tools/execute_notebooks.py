@@ -118,9 +118,6 @@ def pin_notebook(ipynb_path: str) -> bool:
     return after != before
 
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
 def stable_widget_ids(nb) -> None:
     """Make the outputs independent of the run and the machine (:func:`portable_notebook`, the
     same function JupyterLab's save hook runs): widget views get model ids derived from the cell

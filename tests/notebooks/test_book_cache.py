@@ -18,6 +18,7 @@ import pytest
 from jupyter_cache import get_cache
 from myst_nb.core.read import read_myst_markdown_notebook
 
+from sattn.presentation.lab import WIDGET_VIEW
 from tools import book_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,7 +83,7 @@ def test_the_rule_on_the_real_chapters():
     assert verdicts["16_log_law.ipynb"] == [] and verdicts["17_prediction.ipynb"] == []
     for name, reasons in verdicts.items():
         nb = nbformat.read(os.path.join(ROOT, "chapters", name), as_version=4)
-        widgets = any(book_cache.WIDGET_VIEW in o.get("data", {})
+        widgets = any(WIDGET_VIEW in o.get("data", {})
                       for c in nb.cells for o in c.get("outputs", []))
         exempt = any(set(c.metadata.get("tags", [])) & book_cache.EXEMPT_TAGS for c in nb.cells)
         assert (reasons == []) == (not widgets and not exempt), name

@@ -89,8 +89,8 @@ def test_moved_sections_redirect_in_the_browser(html_dir):
                 page.wait_for_url(re.compile(re.escape(f"{base}{entry['to']}.html#{anchor}") + "$"),
                                   timeout=10000, wait_until="commit")
                 # the section is on the new page (parsed; its math need not be typeset yet)
-                page.wait_for_function("id => !!document.getElementById(id)", arg=anchor,
-                                       timeout=10000)
+                page.wait_for_selector(f"[id='{anchor}']", state="attached", timeout=10000)
+                assert page.evaluate("id => !!document.getElementById(id)", anchor), (old, anchor)
             for anchor in kept:                  # an id still on the old page stays there
                 page.goto(f"{base}{old}.html#{anchor}")
                 page.wait_for_timeout(300)
