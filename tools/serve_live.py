@@ -50,6 +50,7 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -123,7 +124,14 @@ def start_jupyter(sock: str, token: str, root: str) -> subprocess.Popen:
     """Start ``jupyter server`` on the Unix socket ``sock`` (0600) with base URL /jupyter/."""
     env = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_PORT", "JUPYTER_TOKEN")}
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-               PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_TOKEN=token)  # not on the command line (ps)
+               PYDEVD_DISABLE_FILE_VALIDATION="1", JUPYTER_TOKEN=token,  # not on the command line (ps)
+               # no configuration files, so no server extensions (JupyterLab, language servers,
+               # terminals, ...) and no setting from the reader's own Jupyter configuration: the
+               # live cells need the kernels API only, and the command line below says the rest
+               JUPYTER_NO_CONFIG="1",
+               # where that setting makes each process an empty configuration folder: the private
+               # folder of this run, removed when it stops
+               TMPDIR=os.path.dirname(sock))
     cmd = [sys.executable, "-m", "jupyter_server", "--no-browser",
            f"--ServerApp.sock={sock}", "--ServerApp.sock_mode=0600",
            f"--ServerApp.base_url={PROXY_PREFIX}", "--ServerApp.allow_origin=",
@@ -132,7 +140,9 @@ def start_jupyter(sock: str, token: str, root: str) -> subprocess.Popen:
            "--ServerApp.log_level=WARN"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    return subprocess.Popen(cmd, env=env, cwd=root, start_new_session=True)
+    # stdin: /dev/null, so that nothing under the Jupyter server reads or changes the terminal's
+    # input, which make live reads for Enter
+    return subprocess.Popen(cmd, env=env, cwd=root, start_new_session=True, stdin=subprocess.DEVNULL)
 
 
 def unix_request(sock: str, request: bytes, timeout: float = 5) -> bytes:
@@ -481,9 +491,31 @@ def start_page(html: str) -> str:
     return target
 
 
+def enter_presses(fd: int):
+    """Yield once for each newline read from the file descriptor ``fd``; stop at its end.
+
+    The terminal's input is one open file shared by every process that inherits it, and a
+    program among them may switch it to non-blocking mode for a while (Node does, for example).
+    A plain ``for line in sys.stdin`` then meets EAGAIN and ends as if the input had closed, and
+    Enter silently stops working. Here a read that would block waits until there is input.
+    """
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            select.select([fd], [], [], 1.0)
+            continue
+        except OSError:  # no usable input (closed or invalid): no new addresses on Enter
+            return
+        if not data:
+            return
+        for _ in range(data.count(b"\n")):
+            yield
+
+
 def _offer_new_keys(session: LiveSession, address) -> None:
-    """Each line read from stdin (Enter in the terminal) prints a new launch address."""
-    for _ in sys.stdin:
+    """Each Enter in the terminal (a line on stdin) prints a new launch address."""
+    for _ in enter_presses(0):
         url = address(session.new_key())
         print(f"New one-time address (valid {session.key_ttl / 60:g} minutes):\n    {url}")
         print(f"LIVE KEY {url}", flush=True)

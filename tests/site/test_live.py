@@ -406,6 +406,55 @@ def test_jupyter_server_has_no_port_and_its_token_stays_private(live_server):
     assert not socket_inodes & _listening_tcp_inodes(), "the Jupyter server listens on a TCP port"
 
 
+def test_jupyter_server_leaves_the_terminal_input_alone(live_server):
+    """Enter in the terminal of make live is read by make live alone: the Jupyter server's input is
+    /dev/null, and it runs no server extension (JupyterLab and the language servers start Node,
+    which switches the input it inherits to non-blocking mode)."""
+    pid = _jupyter_server(live_server.pid)
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    sock = next(a for a in cmd if a.startswith(b"--ServerApp.sock=")).split(b"=", 1)[1].decode()
+    token = _jupyter_token(live_server.pid)
+
+    def status(path):
+        answer = serve_live.unix_request(sock, (
+            f"GET {serve_live.PROXY_PREFIX}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: token {token}\r\nConnection: close\r\n\r\n").encode())
+        return int(answer.split(b" ", 2)[1])
+
+    assert status("api/status") == 200
+    assert status("api/kernelspecs") == 200
+    for path in ("lab", "lsp/status", "api/terminals"):
+        assert status(path) == 404, f"a server extension answers {path}"
+    assert not [c for c in _descendants(pid)
+                if b"node" in open(f"/proc/{c}/cmdline", "rb").read().split(b"\0")[0]]
+
+
+def test_enter_is_read_while_another_process_makes_the_input_non_blocking():
+    """Each newline on make live's input counts once, also after another process sharing that
+    input has switched it to non-blocking mode; the reader ends at the end of the input."""
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        presses = serve_live.enter_presses(r)
+        got = []
+        reader = threading.Thread(target=lambda: got.extend(presses), daemon=True)
+        reader.start()
+        time.sleep(0.3)  # the reader meets an empty non-blocking input first
+        os.write(w, b"\n")
+        time.sleep(0.3)
+        os.write(w, b"\n\nignored text\n")
+        os.close(w)
+        w = None
+        reader.join(10)
+        assert not reader.is_alive(), "the reader did not end at the end of its input"
+        assert len(got) == 4
+    finally:
+        os.close(r)
+        if w is not None:
+            os.close(w)
+
+
 def test_proxy_refuses_everything_but_the_books_own_pages(live_server, session_token):
     """The rules of tools/serve_live.py, each tried on the real server with forged headers."""
     book = live_server.book
