@@ -277,6 +277,12 @@ def _jupyter_server(make_pid: int) -> int:
     raise AssertionError("no Jupyter server process under make live")
 
 
+def _jupyter_sock(pid: int) -> str:
+    """The Unix socket the Jupyter server ``pid`` listens on (from its command line)."""
+    cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    return next(a for a in cmd if a.startswith(b"--ServerApp.sock=")).split(b"=", 1)[1].decode()
+
+
 def _jupyter_token(make_pid: int) -> str:
     env = open(f"/proc/{_jupyter_server(make_pid)}/environ", "rb").read().split(b"\0")
     return dict(e.split(b"=", 1) for e in env if b"=" in e)[b"JUPYTER_TOKEN"].decode()
@@ -389,7 +395,7 @@ def test_jupyter_server_has_no_port_and_its_token_stays_private(live_server):
     token is in its environment only (not its command line, which every user can read)."""
     pid = _jupyter_server(live_server.pid)
     cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    sock = next(a for a in cmd if a.startswith(b"--ServerApp.sock=")).split(b"=", 1)[1].decode()
+    sock = _jupyter_sock(pid)
     assert stat.S_ISSOCK(os.stat(sock).st_mode)
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
@@ -412,8 +418,7 @@ def test_jupyter_server_leaves_the_terminal_input_alone(live_server):
     which switches the input it inherits to non-blocking mode)."""
     pid = _jupyter_server(live_server.pid)
     assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
-    cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    sock = next(a for a in cmd if a.startswith(b"--ServerApp.sock=")).split(b"=", 1)[1].decode()
+    sock = _jupyter_sock(pid)
     token = _jupyter_token(live_server.pid)
 
     def status(path):
