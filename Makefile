@@ -26,14 +26,13 @@ PORT ?= 8000
 
 help:
 	@echo "make book           build the executed HTML book into _build/html (sets everything up)"
-	@echo "make test           everything: lint, package tests, notebook checks, nbval, the -W book build, PDF, site tests,"
-	@echo "                    side by side where they can be (tools/stage_runner.py --list shows the stages)"
+	@echo "make test           everything: lint, package tests, notebook checks, nbval, the -W book build, PDF, site tests"
 	@echo "make test-fast      the edit loop: lint, package tests without those marked slow, stored-notebook checks"
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
 	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
 	@echo "make book-after-nbval  make test's book stage: the book, its cache filled from test-nbval's run"
-	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF); SITE_TESTS= to pick some"
+	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
 	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve          serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make live           serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
@@ -99,10 +98,9 @@ book-after-nbval: $(STAMP) $(VENDOR)
 # Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
 # is installed by tools/install_browser.sh when missing): console errors, outside requests, math,
 # widgets, images, references, sliders, live.
-SITE_TESTS ?= tests/site
 test-site: $(STAMP)
 	bash tools/install_browser.sh
-	$(BIN)/python -m pytest $(SITE_TESTS) -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests/site -q -p no:cacheprovider
 
 linkcheck: $(STAMP)
 	$(BIN)/python tools/linkcheck.py _build/html
@@ -117,11 +115,17 @@ screenshots: $(STAMP) $(VENDOR)
 	bash tools/install_browser.sh
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
-# The stages run side by side, each as soon as the stages it follows passed (tools/stage_runner.py
-# lists them and says why); each one's wall time is printed at the end and kept in
-# _build/test_times.txt, its output in _build/test_logs/.
+# Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
+STAGES := test-package test-notebooks test-nbval book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
-	$(BIN)/python tools/stage_runner.py
+	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
+	for stage in $(STAGES); do \
+	  t0=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage; \
+	  echo "  $$stage: $$(( $$(date +%s) - t0 )) s" >> _build/test_times.txt; \
+	done; \
+	echo "make test: stage times"; cat _build/test_times.txt; \
+	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
 # The status page's reliability figures: the tests marked `reliability` write them into
 # data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
