@@ -190,3 +190,17 @@ def test_the_longest_chapters_start_first(tmp_path, monkeypatch):
     assert book_cache.longest_first(mds, str(rec)) == ["chapters/b.md", "chapters/a.md",
                                                        "chapters/c.md"]
     assert book_cache.longest_first(mds, None) == mds
+
+
+def test_nbval_runs_every_stored_notebook_once_the_longest_first():
+    """make test-nbval's order (the Makefile's NBVAL_FIRST, then the rest): each stored notebook
+    exactly once, and the notebooks named first exist (a renamed chapter fails here, not silently)."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "test-nbval"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    line = next(x for x in out.splitlines() if "--nbval" in x)
+    run = [w for w in line.split() if w.endswith(".ipynb")]
+    assert sorted(run) == sorted(os.path.relpath(p, ROOT) for p in CHAPTERS)
+    assert len(run) == len(set(run))
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        first = next(x for x in f if x.startswith("NBVAL_FIRST :=")).split(":=")[1].split()
+    assert first and run[:len(first)] == first
