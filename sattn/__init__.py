@@ -54,7 +54,7 @@ from ._version import __version__ as __version__
 
 #: The modules whose ``__flat__`` lists make the flat API, in the order of the layers.
 _ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
-    "errors", "results", "attention", "layers",
+    "errors", "results", "rounding", "linalg", "attention", "layers",
     "patterns.sparse", "patterns.criteria", "patterns.construction", "patterns.optimize",
     "patterns.supports",
     "universality.boltzmann", "universality.contextual", "universality.hardmax",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from .._validate import (MAX_BYTES, MAX_DRAWS, MAX_L, as_matrix, check_bool, che
                          check_int, check_real, check_rng, check_size, gib)
 from ..attention import row_softmax
 from ..results import Result
+from ..linalg import canonical_svd
+from ..rounding import product_error_bound
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
 from .sparse import check_lower_triangular
 
@@ -51,7 +54,7 @@ __flat__ = [
     "theorem1_bound",
     "theorem1_constants", "theorem1_crossover",
 ]
-__all__ = [*__flat__, "validate_target"]
+__all__ = [*__flat__, "exact_product_rows", "validate_target"]
 
 METHODS = ("svd", "direct")
 
@@ -221,6 +224,23 @@ def sample_stiefel(L, d, rng) -> np.ndarray:
     return Q * s
 
 
+def exact_product_rows(X1, X2):
+    """``rows -> exact rows of X1 @ X2.T`` (as Fractions): the exact logits that
+    :func:`sattn.check_approximation` asks for when a margin lies inside its rounding band."""
+    X1 = np.asarray(X1, dtype=np.float64)
+    X2 = np.asarray(X2, dtype=np.float64)
+
+    def rows_of(rows):
+        cols = [[Fraction(float(x)) for x in row] for row in X2]
+        out = []
+        for r in rows:
+            a = [Fraction(float(x)) for x in X1[int(r)]]
+            out.append([sum((p * q for p, q in zip(a, c)), Fraction(0)) for c in cols])
+        return out
+
+    return rows_of
+
+
 def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
     """Write ``B = D V^T`` with ``V`` orthogonal.
 
@@ -228,7 +248,9 @@ def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
     ----------
     B : array_like, shape (L, L)
     method : {"svd", "direct"}
-        ``"svd"``: the paper's route, full SVD ``B = U Sigma V^T`` and ``D = U Sigma``.
+        ``"svd"``: the paper's route, full SVD ``B = U Sigma V^T`` and ``D = U Sigma``, with the
+        signs and the bases inside clusters of equal singular values fixed by
+        :func:`sattn.canonical_svd` (so that a seeded draw is the same on every machine).
         ``"direct"``: ``D = B`` and ``V = I`` (no SVD; the construction's output has the same
         distribution, because ``V Y`` is again uniform on the Stiefel manifold).
 
@@ -251,8 +273,8 @@ def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
     """
     B = as_matrix("B", B, square=True)
     if method == "svd":
-        U, sig, Vt = np.linalg.svd(B)
-        return U * sig, Vt.T
+        U, sig, V = canonical_svd(B)
+        return U * sig, V
     if method == "direct":
         return B.copy(), np.eye(B.shape[0])
     raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -464,8 +486,11 @@ def approximate(A, eps1, eps2, d, *, rng, causal: bool = False, max_draws=None,
     best = None
     for draw in range(1, max_draws + 1):
         X = draw_input(D, V, d, rng)
-        G = X[:, :d] @ X[:, d:].T
-        rep = check_approximation(G, A, eps1, eps2, causal=causal)
+        X1, X2 = X[:, :d], X[:, d:]
+        G = X1 @ X2.T
+        rep = check_approximation(G, A, eps1, eps2, causal=causal,
+                                  logit_error=product_error_bound(X1, X2),
+                                  exact_logits=exact_product_rows(X1, X2))
         if rep.ok:
             return Approximation(X=X, W_Q=W_Q, W_K=W_K, draws=draw, report=rep, B=B, d=d,
                                  eps1=eps1, eps2=eps2, causal=bool(causal), method=method)

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
+import mpmath
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import check_bool, as_float_array, as_matrix, check_int, check_real
+from .._validate import check_bool, check_callable, as_float_array, as_matrix, check_int, check_real
 from ..results import Result
+from ..rounding import UNIT_ROUNDOFF, first_of_largest
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
@@ -71,6 +74,13 @@ class ApproximationReport(Result):
         Number of rows examined.
     causal : bool
         Whether positions above the diagonal were ignored in (7).
+    bound6, bound7 : float
+        Largest rounding bound of a row's margin of (6) / (7) (the logits' own error, given as
+        ``logit_error``, plus the rounding of the margin's evaluation). A row whose margin lies
+        outside its band is decided the same on every machine; see :mod:`sattn.rounding`.
+    exact_rows : int
+        Rows whose margin fell inside its band and whose decision was re-made in 200-bit
+        arithmetic (from the exact logits, or from ``G`` itself when it carries no error).
     """
 
     ok: bool
@@ -88,11 +98,24 @@ class ApproximationReport(Result):
     worst_pair7: tuple | None
     rows_checked: int
     causal: bool = False
+    bound6: float = 0.0
+    bound7: float = 0.0
+    exact_rows: int = 0
 
     @property
     def ratio_error(self) -> float:
         """Worst relative error of a ratio in (6), ``exp(ratio_spread) - 1``, to compare with eps1."""
         return math.expm1(self.ratio_spread) if self.ratio_spread < 700 else math.inf
+
+    @property
+    def ratio_error_text(self) -> str:
+        """The worst ratio error as printed: ``"0"`` when the spread lies within its rounding
+        bound (or below ``1e-9``), so that no printed digit is one that rounding decides."""
+        if self.ratio_spread >= 700:
+            return f"exp({self.ratio_spread:.4g}) - 1"
+        if self.ratio_spread <= self.bound6 or self.ratio_error < 1e-9:
+            return "0"
+        return f"{self.ratio_error:.3g}"
 
     @property
     def worst_zero_ratio(self) -> float:
@@ -105,11 +128,7 @@ class ApproximationReport(Result):
     @property
     def message(self) -> str:
         """One line: pass/fail with the margins of both criteria."""
-        if self.ratio_spread >= 700:
-            err = f"exp({self.ratio_spread:.4g}) - 1"
-        else:  # rounding noise below 1e-9 is shown as 0 so printed reports are reproducible
-            err = "0" if self.ratio_error < 1e-9 else f"{self.ratio_error:.3g}"
-        s6 = (f"(6) {'ok' if self.ok6 else 'FAILS'}: worst ratio error {err} "
+        s6 = (f"(6) {'ok' if self.ok6 else 'FAILS'}: worst ratio error {self.ratio_error_text} "
               f"{'<=' if self.ok6 else '>'} eps1 = {self.eps1:g} (row {self.worst_row6}, "
               f"columns {self.worst_pair6})")
         if self.worst_row7 is None:
@@ -137,17 +156,79 @@ def validate_tolerances(eps1, eps2) -> tuple[float, float]:
     return eps1, eps2
 
 
-def _make_report(eps1, eps2, spread, row6, pair6, gap7, row7, pair7, rows_checked, causal):
+def _make_report(eps1, eps2, spread, row6, pair6, gap7, row7, pair7, rows_checked, causal, *,
+                 ok6=None, ok7=None, bound6=0.0, bound7=0.0, exact_rows=0):
     margin6 = math.log1p(eps1) - spread
     margin7 = math.log(eps2) - gap7 if gap7 > -np.inf else np.inf
-    ok6 = margin6 >= 0
-    ok7 = margin7 >= 0
+    ok6 = margin6 >= 0 if ok6 is None else ok6
+    ok7 = margin7 >= 0 if ok7 is None else ok7
     return ApproximationReport(
         ok=bool(ok6 and ok7), ok6=bool(ok6), ok7=bool(ok7), eps1=eps1, eps2=eps2,
         ratio_spread=float(spread), margin6=float(margin6), log_gap7=float(gap7),
         margin7=float(margin7), worst_row6=row6, worst_pair6=pair6, worst_row7=row7,
         worst_pair7=pair7, rows_checked=int(rows_checked), causal=bool(causal),
+        bound6=float(bound6), bound7=float(bound7), exact_rows=int(exact_rows),
     )
+
+
+#: Working precision (bits) of the re-made decisions inside the rounding band.
+EXACT_BITS = 200
+#: A worst row whose rounding band is wider than this is recomputed exactly before it is reported.
+PRINTED_BAND = 1e-6
+
+
+def _mp(x):
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def _exact_row(values, a_row, allowed_row):
+    """Spread of (6) and gap of (7) of one row, with their columns, in 200-bit arithmetic from
+    logits given exactly (floats, Fractions or mpmath numbers): ``(spread, jmax, jmin, gap, joff,
+    jon)``, the spread and gap rounded to float64 (``gap = -inf`` with ``None`` columns when no
+    position is off the support)."""
+    with mpmath.workprec(EXACT_BITS):
+        sup = [int(j) for j in np.flatnonzero(a_row > 0)]
+        off = [int(j) for j in np.flatnonzero((a_row == 0) & allowed_row)]
+        g = {j: _mp(values[j]) for j in (*sup, *off)}
+        r = {j: g[j] - mpmath.log(mpmath.mpf(float(a_row[j]))) for j in sup}
+        jmax = max(sup, key=lambda j: (r[j], -j))
+        jmin = min(sup, key=lambda j: (r[j], j))
+        spread = float(r[jmax] - r[jmin])
+        if not off:
+            return spread, jmax, jmin, -np.inf, None, None
+        joff = max(off, key=lambda j: (g[j], -j))
+        jon = min(sup, key=lambda j: (g[j], j))
+        return spread, jmax, jmin, float(g[joff] - g[jon]), joff, jon
+
+
+def _exact_sign(values, a_row, allowed_row, eps1, eps2, which) -> bool:
+    """Whether the margin of (6) (``which = 6``) or (7) of a row is ``>= 0``, in 200-bit
+    arithmetic from its exact logits (a margin within ``2**-190`` of 0 counts as a tie, and a tie
+    passes: the criteria are ``<=``)."""
+    with mpmath.workprec(EXACT_BITS):
+        sup = [int(j) for j in np.flatnonzero(a_row > 0)]
+        off = [int(j) for j in np.flatnonzero((a_row == 0) & allowed_row)]
+        g = {j: _mp(values[j]) for j in (*sup, *off)}
+        if which == 6:
+            r = [g[j] - mpmath.log(mpmath.mpf(float(a_row[j]))) for j in sup]
+            m = mpmath.log1p(mpmath.mpf(eps1)) - (max(r) - min(r))
+        else:
+            m = mpmath.log(mpmath.mpf(eps2)) - (max(g[j] for j in off) - min(g[j] for j in sup))
+        return bool(m >= -mpmath.mpf(2) ** -190)
+
+
+def _logit_error(logit_error, shape) -> np.ndarray:
+    """``logit_error`` validated (finite, ``>= 0``) and broadcast to ``shape``."""
+    err = as_float_array("logit_error", logit_error)
+    if (err < 0).any():
+        raise ValueError(f"logit_error must be >= 0, got a value {err[err < 0].flat[0]:g}")
+    try:
+        return np.broadcast_to(err, shape)
+    except ValueError:
+        raise ValueError(f"logit_error must be a scalar or broadcast to the logits' shape {shape}, "
+                         f"got shape {err.shape}") from None
 
 
 def _target_rows(A, rows, L):
@@ -165,7 +246,8 @@ def _target_rows(A, rows, L):
     return A[rows]
 
 
-def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> ApproximationReport:
+def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False, logit_error=0.0,
+               exact_logits=None) -> ApproximationReport:
     """Check criteria (6)-(7) on a block of rows, from the logits of those rows only.
 
     Parameters
@@ -183,11 +265,20 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
         Tolerance of (7), ``0 < eps2 < 1``.
     causal : bool, default False
         Causal criteria: ``A`` must be lower triangular and (7) only concerns ``j <= l``.
+    logit_error : float or array_like broadcastable to (b, L), default 0
+        A bound on ``|G_block - exact logits|`` entrywise (e.g. from
+        :func:`sattn.product_error_bound`); 0 when ``G_block`` is itself the object checked.
+    exact_logits : callable, optional
+        ``exact_logits(rows)`` returns the exact logits of those rows (shape (len(rows), L);
+        Fractions, mpmath numbers or floats). Needed only when ``logit_error`` is nonzero and a
+        row's margin falls inside its rounding band.
 
     Returns
     -------
     ApproximationReport
-        Worst margins over the block; combine blocks with :func:`merge_reports`.
+        Worst margins over the block; combine blocks with :func:`merge_reports`. Each row's
+        decision is certified: outside its rounding band by the float margin, inside it in
+        200-bit arithmetic (a margin exactly zero passes, as the criteria are ``<=``).
 
     Raises
     ------
@@ -256,19 +347,71 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False) -> Approxi
     jmin = rmin.argmin(axis=1)
     idx = np.arange(b)
     spread = rmax[idx, jmax] - rmin[idx, jmin]
-    w6 = int(spread.argmax())
     gon = np.where(S, G, np.inf)
     goff = np.where(~S & allowed, G, -np.inf)
     jon = gon.argmin(axis=1)
     joff = goff.argmax(axis=1)
     gap = goff[idx, joff] - gon[idx, jon]  # -inf for rows with nothing off the support
-    w7 = int(gap.argmax())
+    # Rounding bands (Higham's model, 4u per rounded operation, generous): the logits' own error
+    # plus the rounding of ln A, of G - ln A, of the differences and of the margins.
+    u = UNIT_ROUNDOFF
+    err = _logit_error(logit_error, G.shape)
+    if exact_logits is not None:
+        check_callable("exact_logits", exact_logits)
+    e_row = np.where(allowed, err + 4 * u * (np.where(allowed, np.abs(G), 0.0) + np.abs(logA)),
+                     0.0).max(axis=1)
+    l6, l7 = math.log1p(eps1), math.log(eps2)
+    m6 = l6 - spread
+    b6 = 2 * e_row + 4 * u * (np.abs(spread) + l6)
+    finite = gap > -np.inf
+    m7 = np.where(finite, l7 - gap, np.inf)
+    b7 = np.where(finite, 2 * e_row + 4 * u * (np.abs(np.where(finite, gap, 0.0)) - l7), 0.0)
+    ok6_row, ok7_row = m6 >= 0, m7 >= 0
+    unsure = (np.abs(m6) <= b6) | (finite & (np.abs(m7) <= b7))
+    exact_rows = int(unsure.sum())
+    if exact_rows:
+        ui = np.flatnonzero(unsure)
+        if exact_logits is not None:
+            values = exact_logits(rows[ui])
+        elif not err.any():
+            values = G[ui]
+        else:
+            raise ValueError(
+                f"row {int(rows[ui[0]])}: a margin lies within its rounding band, so floating point "
+                "cannot decide it; pass exact_logits= (the exact logits of the rows) or "
+                "logit_error=0 if G_block is exact")
+        for pos, i in enumerate(ui):
+            # the row's spread and gap, computed exactly and rounded once: its margins are then
+            # exact up to one rounding, and their signs are decided in 200-bit arithmetic
+            spread[i], jmax[i], jmin[i], gap[i], jo, jn = _exact_row(values[pos], Ab[i], allowed[i])
+            if jo is not None:
+                joff[i], jon[i] = jo, jn
+            ok6_row[i] = _exact_sign(values[pos], Ab[i], allowed[i], eps1, eps2, 6)
+            ok7_row[i] = gap[i] == -np.inf or _exact_sign(values[pos], Ab[i], allowed[i], eps1,
+                                                          eps2, 7)
+            b6[i] = 4 * u * (abs(spread[i]) + l6)
+            b7[i] = 4 * u * (abs(gap[i]) - l7) if gap[i] > -np.inf else 0.0
+    w6 = first_of_largest(spread, 2 * float(b6.max()))
+    w7 = first_of_largest(gap, 2 * float(b7.max()))
+    # The worst rows' spread and gap are printed; where their band is wide enough to reach printed
+    # digits (> PRINTED_BAND), they are recomputed exactly, so the printed margins are defined.
+    wide = sorted({int(w) for w, band in ((w6, b6[w6]), (w7, b7[w7])) if band > PRINTED_BAND})
+    if wide and (exact_logits is not None or not err.any()):
+        values = exact_logits(rows[wide]) if exact_logits is not None else G[wide]
+        for pos, i in enumerate(wide):
+            spread[i], jmax[i], jmin[i], gap[i], jo, jn = _exact_row(values[pos], Ab[i], allowed[i])
+            if jo is not None:
+                joff[i], jon[i] = jo, jn
+            b6[i] = 4 * u * (abs(spread[i]) + l6)
+            b7[i] = 4 * u * (abs(gap[i]) - l7) if gap[i] > -np.inf else 0.0
     if gap[w7] == -np.inf:
         gap7, row7, pair7 = -np.inf, None, None
     else:
         gap7, row7, pair7 = float(gap[w7]), int(rows[w7]), (int(joff[w7]), int(jon[w7]))
     return _make_report(eps1, eps2, float(spread[w6]), int(rows[w6]), (int(jmax[w6]), int(jmin[w6])),
-                        gap7, row7, pair7, b, causal)
+                        gap7, row7, pair7, b, causal, ok6=bool(ok6_row.all()),
+                        ok7=bool(ok7_row.all()), bound6=float(b6.max()), bound7=float(b7.max()),
+                        exact_rows=exact_rows)
 
 
 def merge_reports(reports) -> ApproximationReport:
@@ -311,15 +454,19 @@ def merge_reports(reports) -> ApproximationReport:
                 "merge_reports: all reports must share eps1, eps2 and causal, got "
                 f"{(first.eps1, first.eps2, first.causal)} and {(r.eps1, r.eps2, r.causal)}"
             )
-    w6 = max(reports, key=lambda r: r.ratio_spread)
-    w7 = max(reports, key=lambda r: r.log_gap7)
+    bound6 = max(r.bound6 for r in reports)
+    bound7 = max(r.bound7 for r in reports)
+    w6 = reports[first_of_largest([r.ratio_spread for r in reports], 2 * bound6)]
+    w7 = reports[first_of_largest([r.log_gap7 for r in reports], 2 * bound7)]
     return _make_report(first.eps1, first.eps2, w6.ratio_spread, w6.worst_row6, w6.worst_pair6,
                         w7.log_gap7, w7.worst_row7, w7.worst_pair7,
-                        sum(r.rows_checked for r in reports), first.causal)
+                        sum(r.rows_checked for r in reports), first.causal,
+                        ok6=all(r.ok6 for r in reports), ok7=all(r.ok7 for r in reports),
+                        bound6=bound6, bound7=bound7, exact_rows=sum(r.exact_rows for r in reports))
 
 
-def check_approximation(G, A, eps1, eps2, *, causal: bool = False,
-                        block_rows: int = 512) -> ApproximationReport:
+def check_approximation(G, A, eps1, eps2, *, causal: bool = False, block_rows: int = 512,
+                        logit_error=0.0, exact_logits=None) -> ApproximationReport:
     """Check criteria (6)-(7) for ``M = SAM`` with logits ``G``, without forming ``M``.
 
     Parameters
@@ -339,6 +486,8 @@ def check_approximation(G, A, eps1, eps2, *, causal: bool = False,
         required for positions ``j <= l``.
     block_rows : int, default 512
         Rows processed at a time (bounds the temporary memory to a few ``block_rows x L`` arrays).
+    logit_error, exact_logits
+        As in :func:`check_rows` (``logit_error`` a scalar or an ``L x L`` array).
 
     Returns
     -------
@@ -362,9 +511,11 @@ def check_approximation(G, A, eps1, eps2, *, causal: bool = False,
     if np.isnan(G).any():
         r, c = np.argwhere(np.isnan(G))[0]
         raise ValueError(f"G must not contain NaN, but G[{r}, {c}] = nan")
+    err = _logit_error(logit_error, G.shape) if np.ndim(logit_error) == 2 else logit_error
     reports = [
         check_rows(G[s:s + block_rows], np.arange(s, min(s + block_rows, L)), A, eps1, eps2,
-                   causal=causal)
+                   causal=causal, logit_error=err[s:s + block_rows] if np.ndim(err) == 2 else err,
+                   exact_logits=exact_logits)
         for s in range(0, L, block_rows)
     ]
     return merge_reports(reports)

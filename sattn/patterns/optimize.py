@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import minimize
 
 from .._validate import as_vector, check_int, check_real, check_rng, check_size
-from .construction import validate_target, logit_target
+from ..linalg import canonical_svd, ordered_matmul
+from ..rounding import correctly_rounded, product_error_bound
+from .construction import exact_product_rows, validate_target, logit_target
 from ..results import Result
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
 
@@ -140,6 +143,9 @@ class _HingeLoss:
         return loss, grad
 
 
+#: Stopping tests of L-BFGS, well above the rounding of the loss (about 1e-16 of its size), so
+#: that the machine's last bits do not decide when a start stops.
+GTOL, FTOL = 1e-9, 1e-12
 #: Caps of :func:`optimize_logits`: starts, and L-BFGS iterations per start.
 MAX_RESTARTS = 1000
 MAX_ITER = 10**5
@@ -213,22 +219,23 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
                          f"got {margin:g}")
     loss_fn = _HingeLoss(A, eps1, eps2, d, margin)
     B = logit_target(A, eps1, eps2)
-    U, s, Vt = np.linalg.svd(B)
+    U, s, V = canonical_svd(B)   # a defined start, also inside clusters of equal singular values
     root = np.sqrt(s[:d])
     scale = math.sqrt(s[0] / d) if s[0] > 0 else 1.0
     best, iterations = None, []
     for start in range(restarts):
         if start == 0:
-            Q0, K0 = U[:, :d] * root, Vt[:d].T * root
+            Q0, K0 = U[:, :d] * root, V[:, :d] * root
         else:
             Q0 = scale * rng.standard_normal((L, d))
             K0 = scale * rng.standard_normal((L, d))
         theta0 = np.concatenate([Q0.ravel(), K0.ravel()])
         res = minimize(loss_fn, theta0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "gtol": 1e-12, "ftol": 1e-15})
+                       options={"maxiter": maxiter, "gtol": GTOL, "ftol": FTOL})
         iterations.append(int(res.nit))
         Q, K = res.x[:L * d].reshape(L, d), res.x[L * d:].reshape(L, d)
-        rep = check_approximation(Q @ K.T, A, eps1, eps2)
+        rep = check_approximation(Q @ K.T, A, eps1, eps2, logit_error=product_error_bound(Q, K),
+                                  exact_logits=exact_product_rows(Q, K))
         cand = (rep, Q, K, float(res.fun))
         if best is None or min(rep.margin6, rep.margin7) > min(best[0].margin6, best[0].margin7):
             best = cand
@@ -295,29 +302,35 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     S = A > 0
     k = int(S.sum(axis=1).max())
     if nodes is None:
-        t = np.cos(np.pi * (np.arange(L) + 0.5) / L)
+        t = correctly_rounded("cos", np.pi * (np.arange(L) + 0.5) / L)
     else:
         t = as_vector("nodes", nodes, size=L)
         if np.unique(t).size != L:
             raise ValueError("nodes must be distinct (two columns at the same node cannot be separated)")
     deg = 2 * k
     K = np.vander(t, deg + 1, increasing=True)                     # (L, 2k + 1)
+    logA_all = np.zeros_like(A)
+    logA_all[S] = correctly_rounded("log", A[S])
     Q = np.zeros((L, deg + 1))
     gap = math.log(1.0 / eps2) + 0.5 * math.log1p(eps1)
     for l in range(L):
         sup = np.flatnonzero(S[l])
         off = np.flatnonzero(~S[l])
-        logA = np.log(A[l, sup])
-        # interpolating polynomial q_l of degree |S| - 1 (monomial basis, increasing powers)
-        V = np.vander(t[sup], sup.size, increasing=True)
-        q = np.linalg.solve(V, logA)
-        # w(t) = prod (t - t_i)^2, increasing-power coefficients
+        logA = logA_all[l, sup]
+        # interpolating polynomial q_l of degree |S| - 1 (monomial basis, increasing powers),
+        # solved exactly and rounded once, so that no LAPACK kernel decides its last bits
+        q = _interpolate_exactly(t[sup], logA)
+        # w(t) = prod (t - t_i)^2, increasing-power coefficients, multiplied out in a fixed order
         w = np.array([1.0])
         for ti in t[sup]:
-            w = np.convolve(w, [ti * ti, -2.0 * ti, 1.0])
+            nxt = np.zeros(w.size + 2)
+            nxt[:-2] += w * (ti * ti)
+            nxt[1:-1] += w * (-2.0 * ti)
+            nxt[2:] += w
+            w = nxt
         c = 0.0
         if off.size:
-            q_off = np.vander(t[off], sup.size, increasing=True) @ q
+            q_off = _horner(q, t[off])
             w_off = np.prod((t[off, None] - t[None, sup]) ** 2, axis=1)  # > 0: distinct nodes
             with np.errstate(divide="ignore", over="ignore"):
                 need = (q_off - (logA.min() - gap)) / w_off            # c >= need on every j off S
@@ -331,7 +344,7 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
         coef[:sup.size] += q
         Q[l, :coef.size] = coef
     with np.errstate(over="ignore", invalid="ignore"):
-        G = Q @ K.T
+        G = ordered_matmul(Q, K.T)   # the float64 evaluation, summed in a fixed order
     if not np.all(np.isfinite(G)):
         raise FloatingPointError(
             f"moment_curve_logits: the polynomial coefficients overflow float64 (L = {L}, k = {k}, "
@@ -341,6 +354,30 @@ def moment_curve_logits(A, eps1, eps2, *, nodes=None) -> OptimizedLogits:
     rep = check_approximation(G, A, eps1, eps2)
     return OptimizedLogits(ok=rep.ok, d=deg + 1, Q=Q, K=K, report=rep, starts=1, loss=0.0,
                            iterations=(), method="moment-curve")
+
+
+def _interpolate_exactly(nodes, values) -> np.ndarray:
+    """Coefficients (increasing powers) of the polynomial through ``(nodes, values)``, solved in
+    exact rational arithmetic and rounded once to float64."""
+    n = len(nodes)
+    M = [[Fraction(float(x)) ** p for p in range(n)] + [Fraction(float(v))]
+         for x, v in zip(nodes, values)]
+    for col in range(n):
+        piv = next(r for r in range(col, n) if M[r][col] != 0)   # distinct nodes: nonsingular
+        M[col], M[piv] = M[piv], M[col]
+        for r in range(n):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[col])]
+    return np.array([float(M[r][n] / M[r][r]) for r in range(n)])
+
+
+def _horner(coef, x) -> np.ndarray:
+    """``sum_p coef[p] x**p`` by Horner's rule (elementwise, the same on every machine)."""
+    out = np.full(np.shape(x), coef[-1], dtype=np.float64)
+    for c in coef[-2::-1]:
+        out = out * x + c
+    return out
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ format values and rounded once to the format (round to nearest, ties to even). F
 this is the correctly rounded result IEEE arithmetic in the format gives (float64 carries more
 than ``2p + 2`` bits for every ``p <= 24``); ``exp`` is rounded from the float64 value. A matrix
 product or a sum (the softmax normaliser) is accumulated in float32 and rounded once to the
-format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32 (BLAS
-``sgemm``), in float64 for float64 and for the p-bit formats. float16 and bfloat16 have their
+format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32, in float64
+for float64 and for the p-bit formats. The accumulation order is specified, not left to a BLAS
+kernel: each product is rounded to the accumulator and the terms are added in index order
+(:func:`sattn.ordered_matmul`), so the rounding errors measured are the same on every CPU; ``exp``
+is :func:`sattn.portable_exp` for the same reason. float16 and bfloat16 have their
 finite range (overflow gives ``inf``, small values become subnormal or 0); rounding to them is
 done by the ``numpy.float16`` and ``ml_dtypes.bfloat16`` casts. A p-bit format (an integer
 ``fmt``) has a p-bit significand and an unbounded exponent: the sweep behind the measured
@@ -28,6 +31,8 @@ import ml_dtypes
 import numpy as np
 
 from .._validate import as_float_array, check_int
+from ..linalg import ordered_matmul
+from ..rounding import portable_exp
 
 __flat__ = __all__ = ["FORMATS", "MODES", "FloatFormat", "float_format", "round_to", "FormatArithmetic"]
 
@@ -169,21 +174,33 @@ class FormatArithmetic:
         """Round to the format."""
         return round_to(x, self.format)
 
-    def _acc(self, fn, *args):
-        if self.format.accumulate == "float32":
-            with np.errstate(over="ignore", invalid="ignore"):
-                out = fn(*[np.asarray(a, dtype=np.float64).astype(np.float32) for a in args])
-            return self.r(out.astype(np.float64))
-        with np.errstate(over="ignore", invalid="ignore"):
-            return self.r(fn(*[np.asarray(a, dtype=np.float64) for a in args]))
+    def _dtype(self):
+        return np.float32 if self.format.accumulate == "float32" else np.float64
 
     def matmul(self, a, b) -> np.ndarray:
-        """``a @ b``: products summed in the accumulator, then rounded once."""
-        return self._acc(np.matmul, a, b)
+        """``a @ b``: each product rounded to the accumulator and added in index order, then the
+        result rounded once to the format (:func:`sattn.ordered_matmul`)."""
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if a.ndim == 1 or b.ndim == 1:
+                out = ordered_matmul(np.atleast_2d(a) if a.ndim == 1 else a,
+                                     b[:, None] if b.ndim == 1 else b, self._dtype())
+                out = out[..., 0, :] if a.ndim == 1 else out
+                out = out[..., 0] if b.ndim == 1 else out
+            else:
+                out = ordered_matmul(a, b, self._dtype())
+            return self.r(out.astype(np.float64))
 
     def sum(self, a, axis) -> np.ndarray:
-        """A sum along ``axis`` (keeping it), accumulated like :meth:`matmul`."""
-        return self._acc(lambda x: x.sum(axis=axis, keepdims=True), a)
+        """A sum along ``axis`` (keeping it): terms added in index order in the accumulator,
+        then rounded once to the format."""
+        x = np.moveaxis(np.asarray(a, dtype=np.float64).astype(self._dtype()), axis, 0)
+        out = np.zeros(x.shape[1:], dtype=x.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for term in x:
+                out += term
+        return self.r(np.expand_dims(out.astype(np.float64), axis))
 
     def _ew(self, fn, *args):
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -206,8 +223,8 @@ class FormatArithmetic:
         return self._ew(np.divide, a, b)
 
     def exp(self, a):
-        """``exp(a)``, rounded."""
-        return self._ew(np.exp, a)
+        """``exp(a)`` by :func:`sattn.portable_exp` (the same bits on every CPU), rounded."""
+        return self._ew(portable_exp, a)
 
     def relu(self, a):
         """``max(a, 0)`` (exact)."""

@@ -125,6 +125,7 @@ EXCLUDED = {
     "PrecomputedExplorer": "model of a precomputed widget returned by precomputed_explorer",
     "StoreError": "exception class raised by reproduce on an unusable output folder",
     "StoreWarning": "exception class (a warning) issued by reproduce on a damaged store",
+    "Certified": "result class returned by certify",
 }
 
 
@@ -530,7 +531,10 @@ spec("theorem1_crossover", lambda: dict(k=2, gamma=2.0, eps1=1.0, eps2=0.5),
 spec("check_approximation", lambda: dict(G=_G4(), A=_A4(), eps1=1.0, eps2=0.5, causal=False,
                                          block_rows=2),
      G=matrix(square=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean(),
-     block_rows=integer(low=1))
+     block_rows=integer(low=1),
+     logit_error=custom("nonnegative bound", ["a", -1.0, math.nan, math.inf, np.full((3, 3), 0.1),
+                                              np.array([[1 + 1j]]), np.full((4, 4), -1.0)]),
+     exact_logits=custom("callable or None", ["abc", 5, {"a": 1}]))
 spec("check_approximation_explicit", lambda: dict(M=sattn.row_softmax(_G4()), A=_A4(), eps1=1.0, eps2=0.5,
                                                   causal=False),
      M=matrix(square=True, nonneg=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
@@ -538,7 +542,10 @@ spec("check_rows", lambda: dict(G_block=_G4(), rows=[0, 1, 2, 3], A=_A4(), eps1=
      G_block=matrix(shapes=[(4, 5)]),
      rows=custom("row indices", ["abc", None, {"a": 1}, [0.5, 1.5, 2.5, 3.5], [0], [0, 1, 2, 99],
                                  [-1, 0, 1, 2], [True, False, True, False], [[0, 1], [2, 3]], 1 + 2j]),
-     A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
+     A=matrix("target pattern", **TARGET), **_EPS, causal=boolean(),
+     logit_error=custom("nonnegative bound", ["a", -1.0, math.nan, math.inf, np.full((3, 3), 0.1),
+                                              np.array([[1 + 1j]]), np.full((4, 4), -1.0)]),
+     exact_logits=custom("callable or None", ["abc", 5, {"a": 1}]))
 spec("merge_reports", lambda: dict(reports=[_report(), _report()]),
      reports=custom("reports", ["abc", None, 5, [], [5], [None], [_report(), _report(0.25)], {"a": 1}]))
 
@@ -791,6 +798,30 @@ _DRAWS = dict(rng=rng(), trials=integer(low=1), d=integer(low=1), max_heads=inte
               max_s=integer(low=1), bound=integer(low=1))
 _HM = dict(trials=2, d=1, max_heads=2, max_s=2, bound=2)
 _CHECK = custom("callable", ["abc", None, 5, {"a": 1}, [len], 1 + 2j])
+
+# ---- rounding bounds, certified decisions, canonical factorizations (sattn.rounding, sattn.linalg)
+spec("gamma", lambda: dict(n=10, u=2.0 ** -53), n=integer(low=0), u=real(low=0.0, high=0.5, low_open=True))
+spec("product_error_bound", lambda: dict(X1=np.ones((3, 2)), X2=np.ones((4, 2)), u=2.0 ** -24),
+     X1=matrix(shapes=[(3, 3)]), X2=matrix(shapes=[(4, 3)]), u=real(low=0.0, high=0.5, low_open=True))
+spec("certify", lambda: dict(margin=0.5, bound=1e-12, exact=None),
+     margin=real(inf_bad=False), bound=real(low=0.0, inf_bad=False),
+     exact=custom("callable or None", ["abc", 5, {"a": 1}, [len]]))
+spec("first_of_largest", lambda: dict(values=np.array([1.0, 3.0, 3.0]), tol=0.0),
+     values=vector(nonfinite=("nan",), sized=False), tol=real(low=0.0))
+spec("below_bound", lambda: dict(value=1e-15, bound=1e-13), value=real(low=0.0),
+     bound=real(low=0.0, low_open=True))
+spec("correctly_rounded", lambda: dict(name="log", x=np.array([0.5, 2.0])), name=choice(sattn.rounding.ELEMENTARY),
+     x=custom("array in the domain", _types() + [np.array([1 + 1j]), np.full(2, "a"), np.array([0.5, math.nan]),
+                                                 np.array([-1.0, 2.0]), np.array([0.0])]))
+spec("portable_exp", lambda: dict(x=np.array([0.5, -3.0])),
+     x=custom("real array", _types() + [np.array([1 + 1j]), np.full(2, "a"), [[1.0, 2.0], [3.0]],
+                                        np.array([1, "a"], dtype=object)]))
+spec("canonical_svd", lambda: dict(B=_G4(), rtol=1e-9), B=matrix(square=True),
+     rtol=real(low=0.0, high=1e-3, low_open=True))
+spec("ordered_matmul", lambda: dict(A=np.ones((3, 2)), B=np.ones((2, 4)), dtype=np.float32),
+     A=custom("matrix", _types() + [np.array([1 + 1j]), np.full((3, 2), "a"), np.ones(2), np.ones((3, 3))]),
+     B=custom("matrix", _types() + [np.full((2, 4), "a"), np.ones(2), np.ones((3, 4))]),
+     dtype=custom("float dtype", [5, np.int64, np.complex128, "abc"]))
 
 spec("float_format", lambda: dict(fmt="float16"), fmt=_FMT)
 spec("round_to", lambda: dict(x=np.array([1 / 3, -2.0, np.inf]), fmt=11),
@@ -1149,6 +1180,7 @@ HUGE = {
 #: Integer parameters without a cap, and why none is needed (no array, loop or precision grows
 #: with them, or they are clipped).
 NO_CAP = {
+    ("gamma", "n"): "a number in a closed formula (n u / (1 - n u)); n u >= 1/2 is refused",
     ("predict_d50", "seed"): "a seed of the random stream, not a size",
     ("adaptive_lambda", "n"): "a number in a closed formula (ln n)",
     ("theorem1_bound", "L"): "a number in a closed formula (ln L)",

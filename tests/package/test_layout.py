@@ -33,6 +33,8 @@ PKG = REPO / "sattn"
 LAYERS = [
     {"sattn.errors": []},             # the package's own exception for sizes it will not compute
     {"sattn._version": [], "sattn._validate": [], "sattn._deprecation": [], "sattn.results": []},
+    {"sattn.rounding": []},           # rounding-error bounds and certified decisions
+    {"sattn.linalg": []},             # canonical factorizations, products in a fixed order
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],

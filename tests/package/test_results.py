@@ -58,6 +58,7 @@ RESULT_CLASSES = {
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
+    "Certified",
 }
 
 
@@ -93,6 +94,8 @@ def _instances():
         sattn.check_k_nonzero_bounded(A, 2),
         sattn.check_k_nonzero_bounded(np.ones((3, 3)), 1),
         sattn.check_approximation(appr.G, A, 1.0, 0.5),
+        sattn.certify(0.5, 1e-12),
+        sattn.certify(1e-14, 1e-12, exact=lambda: -1),
         appr,
         sattn.moment_curve_logits(A, 1.0, 0.5),
         sattn.smallest_width(lambda d: d >= 3, 1, 8),
