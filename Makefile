@@ -20,7 +20,7 @@ NBVAL_RECORD := _build/nbval/record.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help venv vendor book book-after-nbval status test test-fast test-package test-notebooks test-nbval test-site lab serve \
+.PHONY: help venv vendor book book-after-nbval status test test-fast test-package test-notebooks test-nbval test-perturbed test-site lab serve \
         live screenshots linkcheck release pdf \
         notebooks clean
 
@@ -31,6 +31,7 @@ help:
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
 	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
+	@echo "make test-perturbed the same with perturbed BLAS/LAPACK/libm rounding: outputs must not change"
 	@echo "make book-after-nbval  make test's book stage: the book, its cache filled from test-nbval's run"
 	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
 	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
@@ -89,6 +90,15 @@ test-nbval: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) $(NBVAL_NOTEBOOKS) -q -p no:cacheprovider -n 2 --dist loadscope \
 	  -p tools.book_cache --nbval-record $(NBVAL_RECORD)
 
+# Every chapter once more, as on a CPU whose BLAS, LAPACK and libm round otherwise
+# (tests/perturbed_arithmetic.py): a printed output or verdict that the last bits decide fails here.
+PERTURBED_IPYTHONDIR := _build/perturbed/ipython
+test-perturbed: $(STAMP)
+	rm -rf $(PERTURBED_IPYTHONDIR) && mkdir -p $(PERTURBED_IPYTHONDIR)/profile_default/startup
+	cp tests/perturbed_startup.py $(PERTURBED_IPYTHONDIR)/profile_default/startup/00-perturbed.py
+	BOOK_ROOT=$(CURDIR) IPYTHONDIR=$(CURDIR)/$(PERTURBED_IPYTHONDIR) BOOK_PERTURB_SEED=$${BOOK_PERTURB_SEED:-1} \
+	  $(BIN)/python -m pytest $(NBVAL) $(NBVAL_NOTEBOOKS) -q -p no:cacheprovider -n 2 --dist loadscope
+
 # make test's book stage: the same -W build as `make book`, with the execution cache filled first. A
 # chapter that nbval has just run and compared in full (and that has no widgets) is taken from that
 # run; the others are executed two at a time; tools/book_cache.py says which and why.
@@ -121,7 +131,7 @@ screenshots: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 # Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
-STAGES := test-package test-notebooks test-nbval book-after-nbval pdf test-site
+STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
 	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
 	for stage in $(STAGES); do \

@@ -41,11 +41,12 @@ from ._validate import as_float_array, as_matrix, check_bool, check_int, check_r
 from .experiments.engine import FastEngine
 from .experiments.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
-from .patterns.construction import Approximation, fixed_weights
+from .patterns.construction import Approximation, exact_product_rows, fixed_weights
 from .patterns.criteria import ApproximationReport, check_rows, merge_reports, validate_tolerances
 from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, width_bits_lower_bound
 from .precision import algorithm1_precision
+from .rounding import product_error_bound
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["fixed_point_bits", "float_format_bits", "load_width_bits", "round_fixed"]
@@ -177,9 +178,12 @@ def check_input(X, d, A, eps1, eps2, *, block_rows: int = 512) -> ApproximationR
     Q, K = X[:, :d], X[:, d:]
     A = sps.csr_array(A) if sps.issparse(A) else A
     reps = []
+    exact = exact_product_rows(Q, K)
     for s in range(0, L, block_rows):
         rows = np.arange(s, min(s + block_rows, L))
-        reps.append(check_rows(Q[rows] @ K.T, rows, A, eps1, eps2))
+        # each decision certified against the product's rounding bound (re-made exactly inside it)
+        reps.append(check_rows(Q[rows] @ K.T, rows, A, eps1, eps2,
+                               logit_error=product_error_bound(Q[rows], K), exact_logits=exact))
     return merge_reports(reps)
 
 

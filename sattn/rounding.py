@@ -39,7 +39,7 @@ from .errors import SizeTooLargeError
 from .results import Result
 
 __flat__ = ["Certified", "gamma", "product_error_bound", "certify",
-            "first_of_largest", "below_bound", "correctly_rounded", "portable_exp"]
+            "first_of_largest", "below_bound", "correctly_rounded", "portable_exp", "log_below"]
 __all__ = [*__flat__, "ELEMENTARY", "UNIT_ROUNDOFF"]
 
 #: Unit roundoff of IEEE double precision, ``u = 2**-53``.
@@ -348,4 +348,35 @@ def portable_exp(x) -> np.ndarray:
         out = np.ldexp(np.ldexp(p, k1.astype(np.int64)), (k - k1).astype(np.int64))
         out = np.where(x > 710.0, np.inf, out)
         out = np.where(x < -746.0, 0.0, out)
+    return out
+
+
+def log_below(x) -> np.ndarray:
+    """The largest float64 at most ``ln x``, entrywise: logits placed *at* a limit of (6)-(7).
+
+    A construction that puts a logit exactly at ``ln(eps2)`` (a tie, which the criteria accept)
+    cannot write it in floating point: ``math.log`` rounds to the nearest float, which lies above
+    the exact value half of the time and then breaks the tie by a unit in the last place. This
+    returns the correctly rounded logarithm, moved down by one unit where it lies above.
+
+    Parameters
+    ----------
+    x : array_like
+        Positive finite values (at most ``MAX_ENTRIES``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    References
+    ----------
+    The book's appendix :ref:`ch-computation`.
+    """
+    x = as_float_array("x", x)
+    out = correctly_rounded("log", x)
+    flat, xs = out.reshape(-1), x.reshape(-1)
+    with mpmath.workprec(200):
+        for i, v in enumerate(xs):
+            if mpmath.mpf(float(flat[i])) > mpmath.log(mpmath.mpf(float(v))):
+                flat[i] = math.nextafter(float(flat[i]), -math.inf)
     return out

@@ -358,14 +358,17 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False, logit_erro
     err = _logit_error(logit_error, G.shape)
     if exact_logits is not None:
         check_callable("exact_logits", exact_logits)
-    e_row = np.where(allowed, err + 4 * u * (np.where(allowed, np.abs(G), 0.0) + np.abs(logA)),
-                     0.0).max(axis=1)
+    # (6): r = G - ln A rounds once per entry and ln A carries NumPy's error (a few ulp);
+    # (7): max and min of floats are exact, so only the logits' own error and the last
+    # subtraction count.
+    e_sup = np.where(S, err + 4 * u * (np.abs(np.where(S, G, 0.0)) + np.abs(logA)), 0.0).max(axis=1)
+    e_all = np.where(allowed, err, 0.0).max(axis=1)
     l6, l7 = math.log1p(eps1), math.log(eps2)
     m6 = l6 - spread
-    b6 = 2 * e_row + 4 * u * (np.abs(spread) + l6)
+    b6 = 2 * e_sup + 4 * u * (np.abs(spread) + l6)
     finite = gap > -np.inf
     m7 = np.where(finite, l7 - gap, np.inf)
-    b7 = np.where(finite, 2 * e_row + 4 * u * (np.abs(np.where(finite, gap, 0.0)) - l7), 0.0)
+    b7 = np.where(finite, 2 * e_all + 4 * u * (np.abs(np.where(finite, gap, 0.0)) - l7), 0.0)
     ok6_row, ok7_row = m6 >= 0, m7 >= 0
     unsure = (np.abs(m6) <= b6) | (finite & (np.abs(m7) <= b7))
     exact_rows = int(unsure.sum())

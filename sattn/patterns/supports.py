@@ -32,12 +32,12 @@ import itertools
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 
 from .._validate import MAX_DENSE_L, check_bool, check_rng
 from ..errors import SizeTooLargeError
 from ..results import Result
+from ..rounding import log_below
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
 from .sparse import _finish
 
@@ -361,10 +361,7 @@ def nested_supports_example(eps1, eps2) -> NestedSupports:
     eps1, eps2 = validate_tolerances(eps1, eps2)
     # ln(eps2) rounded down: the gap of (7) is then ln(eps2) up to one unit in the last place and
     # never above it, so the tie that the example is built on passes in exact arithmetic too
-    low = math.log(eps2)
-    with mpmath.workprec(200):
-        if mpmath.mpf(low) > mpmath.log(mpmath.mpf(eps2)):
-            low = math.nextafter(low, -math.inf)
+    low = float(log_below(eps2))
     G = np.array([[0.0, low], [low, 0.0]])
     A_small = np.array([[1.0, 0.0], [0.0, 1.0]])
     A_full = np.array([[0.5, 0.5], [0.0, 1.0]])

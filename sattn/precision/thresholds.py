@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import mpmath
 import numpy as np
 
 from .._validate import as_float_array, check_callable, check_int, check_real, check_rng
 from ..layers import AttentionHead, multihead_attention
-from ..patterns.construction import Approximation, validate_target
+from ..patterns.construction import Approximation, exact_product_rows, validate_target
 from ..patterns.criteria import check_approximation
 from ..results import Result
+from ..rounding import UNIT_ROUNDOFF, product_error_bound
 from ..universality.contextual import as_sequences, vocabulary
 from ..universality.hardmax import validate_draw_sizes, hardmax_counterexample
 from ..universality.memorize import OneLayerTransformer
@@ -171,8 +173,12 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
         raise ValueError(f"A must be the approximated pattern, of shape (L, L) = ({L}, {L}) "
                          f"(L = approx.X.shape[0]), got shape {A.shape}")
     if mode == "weights":
+        # the rounded input in exact arithmetic: the float64 product is certified against
+        # Higham's bound and re-made exactly inside a row's rounding band
         X, WQ, WK = (round_to(a, f) for a in (approx.X, approx.W_Q, approx.W_K))
-        G = (X @ WQ) @ (X @ WK).T
+        XQ, XK = X @ WQ, X @ WK
+        G = XQ @ XK.T
+        err, exact = product_error_bound(XQ, XK), exact_product_rows(XQ, XK)
         if causal:
             G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
         dead = False
@@ -181,15 +187,30 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
         dead = bool(((A > 0) & ~(M > 0)).any()) or not np.isfinite(M).all()
         with np.errstate(divide="ignore"):
             G = np.log(np.where(np.isfinite(M), M, 1.0))
+        live = np.isfinite(G)
         G = np.where(np.isneginf(G), -1e300, G)
+        # NumPy's log is within a few ulp (its last bits depend on the CPU): certified against
+        # that band, and re-made from the exact logarithms of M's entries inside it
+        err = np.where(live, 4 * UNIT_ROUNDOFF * np.abs(G), 0.0)
+        exact = _exact_log_rows(M)
         if causal:
             G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
-    rep = check_approximation(G, A, approx.eps1, approx.eps2, causal=causal)
+    rep = check_approximation(G, A, approx.eps1, approx.eps2, causal=causal, logit_error=err,
+                              exact_logits=exact)
     margin = -math.inf if dead else min(rep.margin6, rep.margin7)
     name = "Algorithm 1 input (causal)" if causal else "Algorithm 1 input"
     return PrecisionReport(name, f.name, mode, ok=rep.ok and not dead, margin=margin,
                            criterion="criteria (6)-(7); margin min(margin6, margin7) in nats",
                            value=rep.ratio_spread)
+
+
+def _exact_log_rows(M):
+    """``rows -> ln M[rows]`` in 200-bit arithmetic (``-1e300`` where ``M`` is 0 or not finite)."""
+    def rows_of(rows):
+        with mpmath.workprec(200):
+            return [[mpmath.log(mpmath.mpf(float(v))) if 0 < v < math.inf else -1e300
+                     for v in M[int(r)]] for r in rows]
+    return rows_of
 
 
 def algorithm1_bits_needed(approx) -> float:

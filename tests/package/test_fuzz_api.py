@@ -816,6 +816,9 @@ spec("correctly_rounded", lambda: dict(name="log", x=np.array([0.5, 2.0])), name
 spec("portable_exp", lambda: dict(x=np.array([0.5, -3.0])),
      x=custom("real array", _types() + [np.array([1 + 1j]), np.full(2, "a"), [[1.0, 2.0], [3.0]],
                                         np.array([1, "a"], dtype=object)]))
+spec("log_below", lambda: dict(x=np.array([0.5, 0.1])),
+     x=custom("positive array", _types() + [np.array([1 + 1j]), np.full(2, "a"), np.array([0.5, math.nan]),
+                                            np.array([-1.0, 2.0]), np.array([0.0])]))
 spec("canonical_svd", lambda: dict(B=_G4(), rtol=1e-9), B=matrix(square=True),
      rtol=real(low=0.0, high=1e-3, low_open=True))
 spec("ordered_matmul", lambda: dict(A=np.ones((3, 2)), B=np.ones((2, 4)), dtype=np.float32),
