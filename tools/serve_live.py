@@ -257,6 +257,7 @@ def run_jupyter_server(argv: list[str]) -> int:
               "passes BOOK_LIVE_TOKEN, BOOK_LIVE_PARENT and BOOK_LIVE_FOLDER", file=sys.stderr)
         return 2
     _die_with_parent(int(parent))
+    os.umask(0o077)  # every file and socket of the server and its kernels: the owner's alone
     from jupyter_server.serverapp import ServerApp
     from traitlets.config import Config
 

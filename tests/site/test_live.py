@@ -21,14 +21,19 @@ Nothing may leave 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pwd
 import queue
 import re
+import resource
+import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -164,17 +169,35 @@ def _descendants(pid: int) -> list[int]:
 
 
 class Live:
-    """A running ``make live``: its book URL, first launch address, pid, and new addresses."""
+    """A running ``make live``: its book URL, first launch page (a ``file://`` address), pid, new
+    launch pages, and everything it printed (``output``)."""
 
-    def __init__(self, proc: subprocess.Popen, book: str, launch: str, lines: queue.Queue):
+    def __init__(self, proc: subprocess.Popen, book: str, launch: str, lines: queue.Queue,
+                 output: list[str]):
         self.proc, self.book, self.launch, self.pid, self._lines = proc, book, launch, proc.pid, lines
+        self.output = output
+
+    @property
+    def folder(self) -> str:
+        """The private folder of the run (it holds the launch pages)."""
+        return os.path.dirname(_launch_path(self.launch))
+
+    def wait_for_output(self, text: str, timeout: float = 30) -> str:
+        """The first line make live printed that contains ``text`` (waiting for it)."""
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            for line in list(self.output):
+                if text in line:
+                    return line
+            time.sleep(0.1)
+        raise AssertionError(f"make live printed no line with {text!r}; it printed:\n" + "".join(self.output))
 
     @property
     def origin(self) -> str:
         return self.book.rstrip("/")
 
     def new_launch(self) -> str:
-        """Press Enter in the terminal of make live: a new one-time launch address."""
+        """Press Enter in the terminal of make live: a new launch page (its ``file://`` address)."""
         self.proc.stdin.write("\n")
         self.proc.stdin.flush()
         t0, seen = time.time(), []
@@ -195,23 +218,47 @@ class Live:
         return _key_of(self.new_launch())
 
 
+def _launch_path(launch: str) -> str:
+    """The file of a launch page; its address holds no key."""
+    assert launch.startswith("file:///") and "live=" not in launch, f"not a launch page: {launch}"
+    return urllib.request.url2pathname(urlsplit(launch).path)
+
+
+def _address_of(launch: str) -> str:
+    """The book's address that the launch page ``launch`` sends the browser to (key included)."""
+    path = _launch_path(launch)
+    mode = os.stat(path).st_mode
+    assert stat.S_IMODE(mode) == 0o600 and stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) & 0o777 == 0o700
+    m = re.search(r'window\.location\.replace\("([^"]+)"\)', open(path, encoding="utf-8").read())
+    assert m, f"no address in the launch page {path}"
+    return m.group(1)
+
+
 def _key_of(launch: str) -> str:
-    assert "#live=" in launch and "?" not in launch, f"the key must be in the fragment: {launch}"
-    return launch.split("#live=", 1)[1]
+    address = _address_of(launch) if launch.startswith("file:") else launch
+    assert "#live=" in address and "?" not in address, f"the key must be in the fragment: {address}"
+    return address.split("#live=", 1)[1]
 
 
-@pytest.fixture(scope="module")
-def live_server(html_dir):
-    """The real ``make live`` on a free port, its stdin a pipe (Enter: a new launch address)."""
+@contextlib.contextmanager
+def _running_live(html_dir, live_args: str = "", nofile: int | None = None):
+    """The real ``make live`` on a free port, its stdin a pipe (Enter: a new launch page), in a
+    process group of its own (a terminal's); ``nofile``: its limit of open files."""
+    def limits():
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
     proc = subprocess.Popen(
-        ["make", "--no-print-directory", "live", "PORT=0", f"LIVE_HTML={html_dir}"],
+        ["make", "--no-print-directory", "live", "PORT=0", f"LIVE_HTML={html_dir}", f"LIVE_ARGS={live_args}"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=ROOT, start_new_session=True)
+        cwd=ROOT, start_new_session=True, preexec_fn=limits)
     lines: queue.Queue = queue.Queue()
     seen: list[str] = []
+    output: list[str] = []
 
     def reader():  # read all output, so that a full pipe never blocks the servers
         for line in proc.stdout:
+            output.append(line)
             lines.put(line)
 
     threading.Thread(target=reader, daemon=True).start()
@@ -228,13 +275,21 @@ def live_server(html_dir):
                 ready = line.split()
         if ready is None:
             pytest.fail("make live did not come up:\n" + "".join(seen))
-        yield Live(proc, ready[2], ready[3], lines)
+        yield Live(proc, ready[2], ready[3], lines, output)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def live_server(html_dir):
+    with _running_live(html_dir) as live:
+        yield live
 
 
 def _exchange(book: str, key: str, origin: str | None = None, **extra):
@@ -272,7 +327,7 @@ def _jupyter_server(make_pid: int) -> int:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if b"jupyter_server" in cmd and any(a.startswith(b"--ServerApp.sock=") for a in cmd):
+        if b"--jupyter-server" in cmd and any(a.startswith(b"--ServerApp.sock=") for a in cmd):
             return pid
     raise AssertionError("no Jupyter server process under make live")
 
@@ -285,7 +340,8 @@ def _jupyter_sock(pid: int) -> str:
 
 def _jupyter_token(make_pid: int) -> str:
     env = open(f"/proc/{_jupyter_server(make_pid)}/environ", "rb").read().split(b"\0")
-    return dict(e.split(b"=", 1) for e in env if b"=" in e)[b"JUPYTER_TOKEN"].decode()
+    # the environment it was started with (it removes the token from its own at once)
+    return dict(e.split(b"=", 1) for e in env if b"=" in e)[b"BOOK_LIVE_TOKEN"].decode()
 
 
 def _listening_tcp_inodes() -> set[str]:
@@ -299,9 +355,17 @@ def _listening_tcp_inodes() -> set[str]:
     return inodes
 
 
+def _allow_launch_page(ctx, launch: str) -> None:
+    """Let the browser context open this one launch page (a file of the run's private folder);
+    every other address outside 127.0.0.1 stays blocked."""
+    ctx.route(launch, lambda route: route.continue_())
+
+
 def _open_session(page, launch):
-    """Open the launch address as the reader does: it is the book's start page; the page removes
-    the key from the address and exchanges it for this tab's session token."""
+    """Open the launch page as the reader does: it sends the browser on to the book's start page
+    with the key in the fragment; the page removes the key from the address and exchanges it for
+    this tab's session token."""
+    _allow_launch_page(page.context, launch)
     page.goto(launch, wait_until="load")
     page.wait_for_function("() => document.documentElement.dataset.bookLiveSession", timeout=20000)
     state = page.evaluate("() => document.documentElement.dataset.bookLiveSession")
@@ -398,7 +462,7 @@ def test_jupyter_server_has_no_port_and_its_token_stays_private(live_server):
     sock = _jupyter_sock(pid)
     assert stat.S_ISSOCK(os.stat(sock).st_mode)
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) & 0o777 == 0o700
     token = _jupyter_token(live_server.pid).encode()
     assert len(token) >= 32 and token not in b" ".join(cmd)
     fds = []
@@ -528,23 +592,46 @@ def test_launch_key_works_once_and_only_from_the_books_origin(live_server):
     assert _request(book + "jupyter/api/status", headers=_same_origin(book, token))[0] == 200
     status, _, body = _exchange(book, key, own)
     assert _count("launch-key misuse", status == 403 and "already been used" in body), (status, body)
+    # presented again, the key revoked the session it had opened
+    status, _, body = _request(book + "jupyter/api/status", headers=_same_origin(book, token))
+    assert _count("launch-key misuse", status == 403 and "revoked" in body), (status, body)
     # the former launch address, ?live=KEY in the query: the book's start page, and nothing else
     status, headers, _ = _request(f"{book}?live={live_server.new_key()}")
     assert status == 200 and "Set-Cookie" not in headers
 
 
-def test_an_expired_launch_key_is_refused(html_dir):
-    """The same handler with a key lifetime of half a second: the key is refused after it."""
+@contextlib.contextmanager
+def _handler_only(html_dir, **session_args):
+    """make live's own server and rules in this process, with no Jupyter server behind them (a
+    forwarded request that passes every rule gets 502): for lifetimes too short for a real run."""
     holder = {}
 
     def handler(*a, **kw):
         return holder["cls"](*a, **kw)
 
-    with browser_mod.serve_directory(html_dir, handler=handler) as base:
-        session = serve_live.LiveSession(urlsplit(base).port, "/nonexistent.sock", "x" * 64, key_ttl=0.5)
+    with serve_live.serve_book(html_dir, handler=handler) as server:
+        session = serve_live.LiveSession(urlsplit(server.url).port, "/nonexistent.sock", "x" * 64,
+                                         **session_args)
         holder["cls"] = serve_live.make_handler(session)
+        yield server.url, session
+
+
+def _poll(condition, timeout: float, step: float = 0.05):
+    """Call ``condition`` until it returns something true (returned) or ``timeout`` seconds pass
+    (then its last value)."""
+    t0 = time.time()
+    while True:
+        value = condition()
+        if value or time.time() - t0 > timeout:
+            return value
+        time.sleep(step)
+
+
+def test_an_expired_launch_key_is_refused(html_dir):
+    """The same handler with a key lifetime of half a second: the key is refused after it."""
+    with _handler_only(html_dir, key_ttl=0.5) as (base, session):
         old = session.new_key()
-        time.sleep(1.0)
+        time.sleep(0.6)  # the key's whole lifetime (the condition is the time itself)
         status, _, body = _exchange(base, old, base.rstrip("/"))
         assert _count("launch-key misuse", status == 403 and "expired" in body), (status, body)
         session.key_ttl = 300
@@ -552,6 +639,27 @@ def test_an_expired_launch_key_is_refused(html_dir):
         assert _exchange(base, fresh, base.rstrip("/"))[0] == 200
     with pytest.raises(ValueError, match="key_ttl"):
         serve_live.LiveSession(1, "/x", "y", key_ttl=0)
+
+
+def test_a_session_token_expires_when_unused(html_dir):
+    """A token unused for ``token_idle`` seconds is refused, saying it expired; each use renews it."""
+    with _handler_only(html_dir, token_idle=1.0) as (base, session):
+        status, _, body = _exchange(base, session.new_key(), base.rstrip("/"))
+        assert status == 200, (status, body)
+        token = json.loads(body)["token"]
+        url, headers = base + "jupyter/api/status", _same_origin(base, token)
+        t0 = time.time()
+        while time.time() - t0 < 2.0:  # used every 0.2 s for 2 s: longer than its idle lifetime
+            status, _, body = _request(url, headers=headers)
+            assert status == 502 and "not answering" in body, (status, body)  # the token passed
+            time.sleep(0.2)
+        last_use = time.time()
+        status, _, body = _poll(lambda: (lambda r: r if r[0] == 403 else None)(_request(url, headers=headers)), 10)
+        idle = time.time() - last_use
+        assert _count("another user: headers, bodies, lifetimes",
+                      status == 403 and "expired after" in body and idle >= 1.0), (status, body, idle)
+    with pytest.raises(ValueError, match="token_idle"):
+        serve_live.LiveSession(1, "/x", "y", token_idle=0)
 
 
 def test_every_answer_forbids_framing(live_server, session_token):
