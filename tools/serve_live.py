@@ -10,10 +10,12 @@ What it starts, and who can use it:
   kernels' sockets and connection files, and the launch pages. It is removed when the run ends.
 * a **Jupyter server on a Unix socket** (mode 0600) in that folder: it has no TCP port at all, and its
   kernels talk to it over ZeroMQ's ``ipc`` transport, sockets in the same folder: no kernel has a TCP
-  port either. Its token is random and is handed to it in its environment, which the server removes
-  from its own environment before any kernel starts (no kernel inherits it). The server runs
-  ``tools/serve_live.py --jupyter-server ...`` and dies with this process (a parent-death signal
-  and a watchdog), its kernels with it (ipykernel's own parent watch).
+  port either (``serve_live.py --kernel`` starts ipykernel with its one other socket, the pipe for
+  the output of forked subprocesses, on ipc too). Its token is random and is handed to it in its
+  environment, which the server removes from its own environment before any kernel starts (no
+  kernel inherits it). The server runs ``tools/serve_live.py --jupyter-server ...`` and dies with
+  this process (a parent-death signal and a watchdog), its kernels with it (ipykernel's own parent
+  watch).
 * the **book on http://127.0.0.1:PORT/**, which also forwards ``/jupyter/...`` (HTTP and
   WebSocket) to that socket, replacing the caller's credential by the Jupyter token itself.
 
@@ -93,9 +95,6 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from browser import _QuietHandler  # noqa: E402
 
 CONFIG_PATH = "/_static/book-live-config.js"
 PROXY_PREFIX = "/jupyter/"
@@ -194,6 +193,62 @@ def jupyter_command(sock: str, root: str, *, kernel_idle: int = KERNEL_IDLE) -> 
     return cmd
 
 
+def write_kernel_spec(folder: str) -> str:
+    """The kernel spec ``python3`` of make live, in ``folder/kernels/python3`` (found first on
+    ``JUPYTER_PATH=folder``): ipykernel started by :func:`run_kernel`. Returns ``folder``."""
+    spec = os.path.join(folder, "kernels", "python3")
+    os.makedirs(spec, mode=0o700, exist_ok=True)
+    with open(os.path.join(spec, "kernel.json"), "w", encoding="utf-8") as f:
+        json.dump({"argv": [sys.executable, os.path.abspath(__file__), "--kernel", "-f", "{connection_file}"],
+                   "display_name": "Python 3 (make live)", "language": "python",
+                   "metadata": {"debugger": False}}, f)
+    return folder
+
+
+def run_kernel(argv: list[str]) -> int:
+    """``serve_live.py --kernel -f CONNECTION_FILE``: an ipykernel with no TCP port at all.
+
+    Its five channels follow the connection file (ipc). ipykernel also opens one socket of its own,
+    the pipe that carries the output of forked subprocesses, and binds it to a random TCP port of
+    127.0.0.1; here it is bound to an ipc socket next to the others, in the private folder.
+    """
+    if sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
+        del sys.path[0]  # the kernel's imports are the reader's, not this folder's
+    if "-f" not in argv or argv.index("-f") + 1 >= len(argv):
+        print("serve_live.py --kernel needs -f CONNECTION_FILE (it is started by the Jupyter "
+              "server of make live)", file=sys.stderr)
+        return 2
+    import zmq
+    from ipykernel import iostream, kernelapp
+    from zmq.eventloop.zmqstream import ZMQStream
+
+    endpoint = "ipc://" + os.path.splitext(argv[argv.index("-f") + 1])[0] + "-ipc-pipe"
+
+    def _setup_pipe_in(self):
+        self._pipe_uuid = os.urandom(16)  # as ipykernel does: authenticates pipe messages
+        pipe_in = self.socket.context.socket(zmq.PULL)
+        pipe_in.linger = 0
+        pipe_in.bind(endpoint)
+        self._pipe_in = ZMQStream(pipe_in, self.io_loop)
+        self._pipe_in.on_recv(self._handle_pipe_msg)
+
+    def _setup_pipe_out(self):
+        ctx = zmq.Context()  # a new context after a fork
+        pipe_out = ctx.socket(zmq.PUSH)
+        pipe_out.linger = 3000
+        pipe_out.connect(endpoint)
+        return ctx, pipe_out
+
+    if not all(hasattr(iostream.IOPubThread, n) for n in ("_setup_pipe_in", "_setup_pipe_out")):
+        raise RuntimeError("this ipykernel has no IOPubThread._setup_pipe_in/_setup_pipe_out: "
+                           "tools/serve_live.py expects ipykernel 7 (see requirements.txt)")
+    iostream.IOPubThread._setup_pipe_in = _setup_pipe_in
+    iostream.IOPubThread._setup_pipe_out = _setup_pipe_out
+    sys.argv = [sys.argv[0], *argv]
+    kernelapp.launch_new_instance()
+    return 0
+
+
 def start_jupyter(sock: str, token: str, root: str, *, kernel_idle: int = KERNEL_IDLE) -> subprocess.Popen:
     """Start the Jupyter server on the Unix socket ``sock`` (0600) with base URL /jupyter/.
 
@@ -214,6 +269,9 @@ def start_jupyter(sock: str, token: str, root: str, *, kernel_idle: int = KERNEL
                # runtime files (connection files, the server's info file) and the kernels' ipc
                # sockets in the private folder, not in ~/.local/share/jupyter/runtime
                JUPYTER_RUNTIME_DIR=private,
+               # the kernel spec python3 of make live (run_kernel) before any other
+               JUPYTER_PATH=os.pathsep.join(filter(None, [write_kernel_spec(private),
+                                                          os.environ.get("JUPYTER_PATH")])),
                # where JUPYTER_NO_CONFIG makes each process an empty configuration folder
                TMPDIR=private)
     # stdin: /dev/null, so that nothing under the Jupyter server reads or changes the terminal's
@@ -731,6 +789,10 @@ def serve_book(directory: str, *, port: int = 0, handler, max_connections: int |
 
 
 def make_handler(session: LiveSession):
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from browser import _QuietHandler
+
     class LiveHandler(_QuietHandler):
         protocol_version = "HTTP/1.1"
         timeout = IO_TIMEOUT  # each read and write of the connection (StreamRequestHandler)
@@ -1059,6 +1121,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--jupyter-server"]:
         return run_jupyter_server(argv[1:])
+    if argv[:1] == ["--kernel"]:
+        return run_kernel(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", default=os.path.join(ROOT, "_build", "html"), help="built book folder")
     ap.add_argument("--port", type=int, default=8000, help="port of the book (0: any free port)")

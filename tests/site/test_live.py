@@ -960,7 +960,7 @@ def _serve_live_pid(make_pid: int) -> int:
 
 def _kernel_pids(jupyter_pid: int) -> list[int]:
     return [p for p in _descendants(jupyter_pid)
-            if b"ipykernel_launcher" in open(f"/proc/{p}/cmdline", "rb").read()]
+            if b"--kernel" in open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")]
 
 
 def _start_kernel(book: str, token: str) -> str:
@@ -1043,7 +1043,8 @@ def test_another_user_cannot_take_the_launch_key(live_server, tmp_path):
         chrome_cmd = open(f"/proc/{chrome.pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
     finally:
         spy.stdin.close()  # the spy's last scan ran while Chromium was still open
-        out, err = spy.communicate(timeout=60)
+        out, err = spy.stdout.read(), spy.stderr.read()
+        spy.wait(60)
         if chrome is not None:
             chrome.terminate()
             chrome.wait(20)
@@ -1192,21 +1193,26 @@ def test_another_user_cannot_reach_the_kernels(live_server, a_kernel):
             checks[f"no connection to {os.path.basename(path)}"] = result[path] == "connect refused: PermissionError"
     for name, ok in checks.items():
         assert _count(LOCAL + "kernel traffic", ok), (name, info, result)
-    # the control: on the same socket, the owner receives the code a kernel runs and its output
+    # the control: on the same socket, the owner receives what the kernel prints, also from a
+    # forked subprocess (its output reaches the kernel through the pipe moved to ipc)
     marker = f"marker-{uuid.uuid4().hex}"
+    code = (f"import os\npid = os.fork()\nif pid == 0:\n    print({marker!r} + '-child', flush=True)\n"
+            f"    os._exit(0)\nos.waitpid(pid, 0)\nprint({marker!r} + '-parent')")
     client = BlockingKernelClient(connection_file=conn)
     client.load_connection_file()
     client.start_channels()
     try:
-        client.execute(f"print({marker!r})")
-        seen, t0 = [], time.time()
-        while time.time() - t0 < 60 and not any(marker in s for s in seen):
+        client.execute(code)
+        printed, t0 = "", time.time()
+        while time.time() - t0 < 60 and not (f"{marker}-child" in printed and f"{marker}-parent" in printed):
             with contextlib.suppress(queue.Empty):
                 msg = client.get_iopub_msg(timeout=1)
-                seen.append(json.dumps(msg["content"], default=str))
+                if msg["msg_type"] == "stream":
+                    printed += msg["content"]["text"]
     finally:
         client.stop_channels()
-    assert any("execute_input" not in s and marker in s for s in seen), seen[-5:]
+    assert f"{marker}-child" in printed and f"{marker}-parent" in printed, printed
+    assert not _socket_inodes(pid) & _tcp_inodes(), "the kernel opened a TCP socket for its pipe"
 
 
 def test_kernels_do_not_inherit_the_jupyter_token(live_server, a_kernel):
