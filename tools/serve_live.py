@@ -63,7 +63,8 @@ beyond the cap closes the oldest connection that is still waiting for its header
 refuses a new file descriptor (EMFILE) the server backs off instead of spinning.
 
 Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a dropped SSH connection) stop both servers and remove
-the private folder. With ``--port 0`` a free port is chosen. The line
+the private folder; so does the end of the process that started this one (make), unless SIGHUP is
+ignored (``nohup``). With ``--port 0`` a free port is chosen. The line
 ``LIVE READY <book url> <launch page address>`` on stdout says where it is, and each new launch page
 is printed as ``LIVE KEY <launch page address>`` (the browser tests read both).
 """
@@ -295,7 +296,7 @@ def _die_with_parent(parent: int) -> None:
         except (OSError, AttributeError):
             pass
     if os.getppid() != parent:
-        sys.exit("make live: the process that started this Jupyter server is gone")
+        sys.exit("make live: the process that started this one is gone")
 
     def watch():
         while os.getppid() == parent:
@@ -1171,6 +1172,9 @@ def main(argv=None) -> int:
     # was started to outlive its terminal: nohup sets SIGHUP to be ignored)
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, on_signal)
+        # and the same when the process that started this one (make) ends without passing on the
+        # signal, e.g. `kill` of make alone
+        _die_with_parent(os.getppid())
     proc = start_jupyter(sock, token, os.path.abspath(args.root), kernel_idle=args.kernel_idle)
     try:
         wait_for_jupyter(proc, sock, token)

@@ -1383,9 +1383,17 @@ def _run_processes(live: Live) -> dict[int, str]:
     return procs
 
 
-def test_a_hang_up_leaves_no_process_and_no_folder(html_dir):
-    """SIGHUP to make live's process group (a closed terminal, a dropped SSH connection) ends every
-    process of the run, the Jupyter server and a running kernel included, and removes its folder."""
+ENDINGS = {
+    "SIGHUP to the process group": "a closed terminal or a dropped SSH connection",
+    "SIGKILL of make alone": "make ends and passes on nothing",
+    "SIGKILL of serve_live.py": "no handler runs: the Jupyter server follows by the parent-death signal",
+}
+
+
+@pytest.mark.parametrize("how", list(ENDINGS))
+def test_the_end_of_make_live_leaves_no_process_and_no_folder(html_dir, how):
+    """However make live ends (see ENDINGS), every process of the run ends with it, the Jupyter
+    server and a running kernel included, and its private folder is removed."""
     with _running_live(html_dir) as live:
         token = _new_token(live)
         _start_kernel(live.book, token)
@@ -1393,32 +1401,17 @@ def test_a_hang_up_leaves_no_process_and_no_folder(html_dir):
         assert _poll(lambda: _kernel_pids(jupyter), 60, 0.2), "no kernel process"
         procs, folder = _run_processes(live), live.folder
         assert len(procs) >= 4, procs  # make, serve_live.py, the Jupyter server, the kernel
-        os.killpg(live.pid, signal.SIGHUP)
+        if how == "SIGHUP to the process group":
+            os.killpg(live.pid, signal.SIGHUP)
+        elif how == "SIGKILL of make alone":
+            os.kill(live.pid, signal.SIGKILL)
+        else:
+            os.kill(_serve_live_pid(live.pid), signal.SIGKILL)
         t0 = time.time()
         done = _poll(lambda: not [p for p in procs if _alive(p)] and not os.path.exists(folder), 60, 0.1)
         took = time.time() - t0
-        left = {p: c for p, c in procs.items() if _alive(p)}
+        left = {p: c for p, c in procs.items() if _alive(p)}  # (make, our child, ends unreaped)
         live.proc.wait(10)
-    assert _count(LOCAL + "hang-up and kill", done and not left), left
-    assert _count(LOCAL + "hang-up and kill", not os.path.exists(folder)), os.listdir(folder)
-    MEASURES["after SIGHUP"] = (f"{len(left)} of the run's {len(procs)} processes left, folder removed, "
+    assert _count(LOCAL + "hang-up and kill", done and not left and not os.path.exists(folder)), (how, left)
+    MEASURES[f"after {how}"] = (f"{len(left)} of the run's {len(procs)} processes left, folder removed, "
                                 f"in {took:.1f} s")
-
-
-def test_the_jupyter_server_dies_with_make_live(html_dir):
-    """When tools/serve_live.py is killed outright (SIGKILL: no handler runs), the Jupyter server
-    follows (parent-death signal), then its kernel, and the server removes the folder."""
-    with _running_live(html_dir) as live:
-        token = _new_token(live)
-        _start_kernel(live.book, token)
-        jupyter = _jupyter_server(live.pid)
-        assert _poll(lambda: _kernel_pids(jupyter), 60, 0.2), "no kernel process"
-        serve_pid, folder = _serve_live_pid(live.pid), live.folder
-        rest = [jupyter, *_kernel_pids(jupyter)]
-        os.kill(serve_pid, signal.SIGKILL)
-        t0 = time.time()
-        done = _poll(lambda: not [p for p in rest if _alive(p)] and not os.path.exists(folder), 60, 0.1)
-        took = time.time() - t0
-        left = [p for p in rest if _alive(p)]
-    assert _count(LOCAL + "hang-up and kill", done and not left), left
-    MEASURES["after SIGKILL of make live"] = f"Jupyter server and kernel gone, folder removed, in {took:.1f} s"
