@@ -201,11 +201,12 @@ class Live:
         """The private folder of the run (it holds the launch pages)."""
         return os.path.dirname(_launch_path(self.launch))
 
-    def wait_for_output(self, text: str, timeout: float = 30) -> str:
-        """The first line make live printed that contains ``text`` (waiting for it)."""
+    def wait_for_output(self, text: str, timeout: float = 30, since: int = 0) -> str:
+        """The first line make live printed that contains ``text``, from its ``since``-th line on
+        (waiting for it)."""
         t0 = time.time()
         while time.time() - t0 < timeout:
-            for line in list(self.output):
+            for line in list(self.output)[since:]:
                 if text in line:
                     return line
             time.sleep(0.1)
@@ -741,7 +742,7 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server, other_port):
         page.on("response", lambda r: r.status >= 400 and r.url.startswith(book) and errors.append(
             f"{r.url} (HTTP {r.status})"))
         page.goto(book + name, wait_until="load")  # before the launch address: no session yet
-        assert "open the address" in page.inner_text("div.cell.tag_live .book-live-status")
+        assert "open the launch page" in page.inner_text("div.cell.tag_live .book-live-status")
         assert page.locator("div.cell.tag_live .book-live-run").count() == 0
         token = _open_session(page, launch)  # the reader opens the address make live printed
         assert ctx.cookies() == [], f"make live set cookies: {ctx.cookies()}"
@@ -1113,6 +1114,7 @@ def test_a_key_used_first_by_someone_else_is_revoked_when_the_reader_presents_it
     stolen = json.loads(thief.stdout)
     assert stolen["status"] == 200 and stolen["kernel_status"] == 201, stolen  # the theft worked
     assert stolen["kernel"] in _kernels(book, session_token)
+    printed = len(live_server.output)
     with browser_mod.chromium() as browser:
         blocked: list[str] = []
         ctx = browser_mod.new_context(browser, blocked=blocked)
@@ -1125,7 +1127,7 @@ def test_a_key_used_first_by_someone_else_is_revoked_when_the_reader_presents_it
     assert not blocked, blocked
     status, _, body = _request(book + "jupyter/api/status", headers=_same_origin(book, stolen["token"]))
     gone = _poll(lambda: stolen["kernel"] not in _kernels(book, session_token), 30, 0.2)
-    warning = live_server.wait_for_output("presented a second time")
+    warning = live_server.wait_for_output("presented a second time", since=printed)
     checks = {
         "the reader's tab is told": state == "error",
         "the thief's token revoked": status == 403 and "revoked" in body,
