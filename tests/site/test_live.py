@@ -580,7 +580,7 @@ def test_proxy_refuses_everything_but_the_books_own_pages(live_server, session_t
         query = headers.pop("_query", "")
         status = _ws_status(book, "jupyter/api/events/subscribe" + query, headers)
         assert _count("forged headers", status == 403), (name, status)
-    assert _kernels(book, session_token) == before
+    assert _kernels(book, session_token) <= before
     assert _request(book, method="POST", data=b"x")[0] == 405  # the book itself is read-only
     # the token itself works, as a header and as ?token= (how thebe's WebSockets send it)
     assert _request(book + "jupyter/api/status", headers=_same_origin(book, session_token))[0] == 200
@@ -882,7 +882,7 @@ def test_a_page_on_another_origin_cannot_use_make_live(live_server, session_toke
         assert _count("browser on another port", ok), (name, result, refused, framed)
     time.sleep(2)  # an execute_request that got through would have written the marker by now
     assert not marker.exists(), "code sent from the other origin ran"
-    assert _kernels(book, session_token) == before, "a kernel was started from the other origin"
+    assert _kernels(book, session_token) <= before, "a kernel was started from the other origin"
     _assert_no_credential(log, secrets_)
 
     # everything the other port saw, replayed from Python with and without a forged Origin
@@ -890,7 +890,7 @@ def test_a_page_on_another_origin_cannot_use_make_live(live_server, session_toke
     wrong = {k: v for k, v in replays.items() if not _count("replays of what the other port saw", v == 403)}
     assert not wrong, f"{len(wrong)} of {len(replays)} replays were not refused by make live: {wrong}"
     assert not marker.exists()
-    assert _kernels(book, session_token) == before, "a replay started a kernel"
+    assert _kernels(book, session_token) <= before, "a replay started a kernel"
     status, _, body = _request(book + "jupyter/api/terminals", headers=_same_origin(book, session_token))
     assert status == 404 or json.loads(body) == [], (status, body)  # and no terminal exists
 
