@@ -749,6 +749,7 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server, other_port):
         page.goto(other + "cookies.html", wait_until="load")  # another port: it sets cookies
         assert {c["name"] for c in ctx.cookies()} == set(EVIL_COOKIES)
         page.goto(book + name, wait_until="load")
+        kernels_before = _kernels(book, token)
         button = page.locator("div.cell.tag_live .book-live-run").first
         button.wait_for(timeout=20000)
         button.click()
@@ -775,8 +776,12 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server, other_port):
             page.wait_for_timeout(200)
             after = out.evaluate(FINGERPRINT_JS)
         assert after != before, "moving the slider did not recompute the figure in the kernel"
+        own = _kernels(book, token) - kernels_before
+        assert len(own) == 1, own  # the page's kernel
         for path in ("cookies.html", "jupyter/api/kernels", "_static/x.js"):  # once more, after
             page.goto(f"{other}{path}?after=live", wait_until="load")
+        # leaving the page shut its kernel down (it no longer counts against --max-kernels)
+        assert _poll(lambda: not own & _kernels(book, token), 30, 0.2), own
         ctx.close()
     assert not blocked, "requests to outside hosts (blocked):\n" + "\n".join(blocked)
     assert not errors, "console errors:\n" + "\n".join(errors)
