@@ -60,7 +60,7 @@ Against a flood of connections (another user can connect to 127.0.0.1 too): a co
 its request's headers within ``HEAD_TIMEOUT`` seconds and each read or write of an answer may wait
 ``IO_TIMEOUT`` seconds; open connections are capped below the file-descriptor limit, and a new one
 beyond the cap closes the oldest connection that is still waiting for its headers; when the system
-refuses a new file descriptor (EMFILE) the server backs off instead of spinning.
+refuses a new file descriptor (EMFILE) the server lowers the cap and backs off instead of spinning.
 
 Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a dropped SSH connection) stop both servers and remove
 the private folder; so does the end of the process that started this one (make), unless SIGHUP is
@@ -110,6 +110,7 @@ HEAD_TIMEOUT = 15.0              # seconds a connection may take to send a reque
 IO_TIMEOUT = 30.0                # seconds one read or write of an HTTP exchange may wait
 MAX_BODY = 32 * 1024 * 1024      # bytes of a forwarded request body
 MAX_SMALL_BODY = 1024 * 1024     # bytes of a body read here (the requests that start kernels)
+FD_HEADROOM = 32                 # file descriptors kept free when EMFILE lowers the connection cap
 MAX_PRIVATE_PATH = 60            # characters of the private folder's path (Unix sockets: 107 in all)
 #: request headers that may appear once at most (two could be read differently by two parsers)
 SINGLE_HEADERS = ("Host", "Origin", "Sec-Fetch-Site", "Authorization", "Content-Length",
@@ -674,8 +675,9 @@ class LiveServer(http.server.ThreadingHTTPServer):
     answered) or ``"ws"`` (a forwarded WebSocket). A connection in ``"head"`` for ``head_timeout``
     seconds is closed. At ``max_connections`` open connections a new one closes the oldest in
     ``"head"`` (or, when every one is busy, gets 503). When ``accept`` finds no free file descriptor
-    (EMFILE), one waiting connection is closed and the server waits a little, doubling up to a
-    second, rather than trying again at once; this is noted once in ten seconds.
+    (EMFILE), the cap is lowered to ``FD_HEADROOM`` below the connections open, waiting ones are
+    closed down to it, and the server waits a little, doubling up to a second, rather than trying
+    again at once; this is noted once in ten seconds.
     """
 
     daemon_threads = True
@@ -719,14 +721,23 @@ class LiveServer(http.server.ThreadingHTTPServer):
         except OSError as e:
             if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                 with self.conn_lock:
-                    victim = self._oldest_waiting()
-                    if victim is not None:
+                    # the cap was too high for the file descriptors there are: lower it, leaving
+                    # room for the files served and the sockets to the Jupyter server, and close
+                    # waiting connections (oldest first) down to it
+                    self.max_connections = max(8, min(self.max_connections, len(self.conns) - FD_HEADROOM))
+                    while True:
+                        victim = self._oldest_waiting()
+                        if victim is None:
+                            break
                         self._drop(victim)
+                        if len(self.conns) < self.max_connections:
+                            break
                 now = time.monotonic()
                 if now - self._noted > 10:
                     self._noted = now
                     warn(f"no free file descriptor for a new connection ({e.strerror}): closing "
-                         f"waiting connections and backing off ({len(self.conns)} open)")
+                         f"waiting connections, backing off, and allowing {self.max_connections} "
+                         "open connections from now on")
                 self._backoff = min(1.0, max(0.01, 2 * self._backoff))
                 time.sleep(self._backoff)
             raise
@@ -1136,6 +1147,9 @@ def main(argv=None) -> int:
                     help=f"seconds an idle kernel that no tab is connected to lives (default {KERNEL_IDLE})")
     ap.add_argument("--max-kernels", type=int, default=MAX_KERNELS,
                     help=f"kernels running at once (default {MAX_KERNELS})")
+    ap.add_argument("--max-connections", type=int, default=None,
+                    help="open connections at once (default: from the limit of open files, "
+                         f"{connection_cap()} here)")
     args = ap.parse_args(argv)
     if not os.path.exists(os.path.join(args.html, "index.html")):
         print(f"no built book in {args.html}: run 'make book' first", file=sys.stderr)
@@ -1147,7 +1161,9 @@ def main(argv=None) -> int:
                 if not 0 < args.token_idle <= 604800 else "",
                 f"--kernel-idle must be 1..604800 seconds, got {args.kernel_idle}"
                 if not 1 <= args.kernel_idle <= 604800 else "",
-                f"--max-kernels must be 1..64, got {args.max_kernels}" if not 1 <= args.max_kernels <= 64 else ""]
+                f"--max-kernels must be 1..64, got {args.max_kernels}" if not 1 <= args.max_kernels <= 64 else "",
+                f"--max-connections must be 1..65536, got {args.max_connections}"
+                if args.max_connections is not None and not 1 <= args.max_connections <= 65536 else ""]
     if any(problems):
         print("\n".join(p for p in problems if p), file=sys.stderr)
         return 2
@@ -1183,7 +1199,8 @@ def main(argv=None) -> int:
         def handler(*a, **kw):
             return holder["cls"](*a, **kw)
 
-        with serve_book(args.html, port=args.port, handler=handler) as server:
+        with serve_book(args.html, port=args.port, handler=handler,
+                        max_connections=args.max_connections) as server:
             base = server.url
             port = urlsplit(base).port
             session = LiveSession(port, sock, token, key_ttl=args.key_ttl,

@@ -1356,6 +1356,41 @@ def test_the_reader_is_answered_under_a_connection_flood(small_live):
         f"{max(fds)} file descriptors")
 
 
+def test_the_server_backs_off_when_it_runs_out_of_file_descriptors(html_dir):
+    """With the connection cap set above what its limit of open files allows (256 files, 2,000
+    connections), a flood of 400 half-open connections makes accept() fail with EMFILE. The server
+    then closes the oldest waiting connection and waits before trying again: it notes this at most
+    once in ten seconds (no flood of errors), and the reader is still answered within 5 s."""
+    with _running_live(html_dir, "--max-connections 2000", nofile=256) as live:
+        book = live.book
+        serve_pid = _serve_live_pid(live.pid)
+        flood = _attacker("local_flood.py", str(urlsplit(book).port), "400")
+        lines = _lines_of(flood)
+        timings = []
+        try:
+            assert _poll(lambda: [ln for ln in lines if ln.startswith("READY")], 120, 0.1), lines
+            noted = _poll(lambda: [ln for ln in live.output if "no free file descriptor" in ln], 30, 0.1)
+            for _ in range(5):
+                t0 = time.time()
+                try:
+                    status = _request(book + "chapters/intro.html", timeout=READER_LIMIT_S + 5)[0]
+                except OSError:
+                    status = 0
+                timings.append((status, time.time() - t0))
+            fds = len(os.listdir(f"/proc/{serve_pid}/fd"))
+            notes = [ln for ln in live.output if "no free file descriptor" in ln]
+        finally:
+            flood.stdin.close()
+            flood.wait(60)
+    worst = max(t for _, t in timings)
+    assert noted, "the server never ran out of file descriptors: the test did not reach EMFILE"
+    assert _count(LOCAL + "connection flood", all(s == 200 and t < READER_LIMIT_S for s, t in timings)), timings
+    assert _count(LOCAL + "connection flood", len(notes) <= 3 and fds <= 256), (notes, fds)
+    MEASURES["reader when the server runs out of file descriptors"] = (
+        f"answered in at most {worst:.2f} s under 400 half-open connections with a 256-file limit "
+        f"and no cap below it; {len(notes)} note(s) of EMFILE")
+
+
 def test_kernels_are_capped_and_idle_ones_shut_down(small_live):
     """With --max-kernels 2, a third kernel or session is refused (429, saying why) and an existing
     session is still given; with --kernel-idle 20, kernels no tab is connected to are shut down."""
