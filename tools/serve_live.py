@@ -1168,15 +1168,6 @@ def main(argv=None) -> int:
         print("\n".join(p for p in problems if p), file=sys.stderr)
         return 2
 
-    private = tempfile.mkdtemp(prefix="book-live-")  # mode 0700
-    if len(private) > MAX_PRIVATE_PATH:
-        shutil.rmtree(private, ignore_errors=True)
-        print(f"the private folder {private} is too long a path for the kernels' Unix sockets "
-              f"({len(private)} characters, at most {MAX_PRIVATE_PATH}): set TMPDIR to a shorter "
-              "folder of yours (e.g. TMPDIR=/tmp)", file=sys.stderr)
-        return 2
-    sock = os.path.join(private, "jupyter.sock")
-    token = secrets.token_hex(32)
     stop = {"now": False}
 
     def on_signal(signum, frame):
@@ -1191,8 +1182,19 @@ def main(argv=None) -> int:
         # and the same when the process that started this one (make) ends without passing on the
         # signal, e.g. `kill` of make alone
         _die_with_parent(os.getppid())
-    proc = start_jupyter(sock, token, os.path.abspath(args.root), kernel_idle=args.kernel_idle)
+
+    private = tempfile.mkdtemp(prefix="book-live-")  # mode 0700
+    if len(private) > MAX_PRIVATE_PATH:
+        shutil.rmtree(private, ignore_errors=True)
+        print(f"the private folder {private} is too long a path for the kernels' Unix sockets "
+              f"({len(private)} characters, at most {MAX_PRIVATE_PATH}): set TMPDIR to a shorter "
+              "folder of yours (e.g. TMPDIR=/tmp)", file=sys.stderr)
+        return 2
+    sock = os.path.join(private, "jupyter.sock")
+    token = secrets.token_hex(32)
+    proc = None
     try:
+        proc = start_jupyter(sock, token, os.path.abspath(args.root), kernel_idle=args.kernel_idle)
         wait_for_jupyter(proc, sock, token)
         holder = {}
 
@@ -1230,7 +1232,7 @@ def main(argv=None) -> int:
                 warn(f"jupyter server exited with code {proc.returncode}")
                 return 1
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)  # Jupyter stops its kernels, then itself
             try:
                 proc.wait(10)

@@ -1,7 +1,7 @@
 """Another local user looking for make live's launch key (run by tests/site/test_live.py as
 ``nobody``; standard library only).
 
-    python3 local_spy.py BOOK_URL
+    python3 local_spy.py BOOK_URL [--command-lines-only]
 
 Until its input closes, it reads every process's command line in ``/proc`` over and over (as an
 unprivileged user can) and every file a command line names, tries to list and read the run's private
@@ -9,7 +9,8 @@ folders (``book-live-*`` in the temporary folder) and the environment of make li
 Each key it finds (``live=KEY``) is exchanged at once at ``POST /live-session`` with a forged
 ``Origin`` of the book, as the issue's attacker did. At the end it prints one JSON object: the
 command lines it saw that mention the run, every read that failed and why, the keys it found and
-the answers to its exchanges.
+the answers to its exchanges. With ``--command-lines-only`` (when it runs as the reader's own user,
+who may read the reader's files) it reads command lines alone.
 """
 
 import glob
@@ -23,6 +24,7 @@ import urllib.error
 import urllib.request
 
 BOOK = sys.argv[1]
+FILES = "--command-lines-only" not in sys.argv[2:]
 ORIGIN = BOOK.rstrip("/")
 KEY = re.compile(rb"live=([A-Za-z0-9_-]{16,})")
 FILE = re.compile(rb"file://(/[^\s\"'<>]+)")
@@ -85,6 +87,8 @@ while not stdin_closed():
             continue
         seen[pid] = cmd.decode(errors="replace")
         look(cmd, f"command line of {pid}")
+        if not FILES:
+            continue
         for path in FILE.findall(cmd):
             p = urllib.request.url2pathname(path.decode())
             data = read(p)
@@ -96,7 +100,7 @@ while not stdin_closed():
             if env is not None:
                 read_ok.append(f"/proc/{pid}/environ")
                 look(env, f"/proc/{pid}/environ")
-    for folder in glob.glob(os.path.join(tempfile.gettempdir(), "book-live-*")):
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), "book-live-*")) if FILES else []:
         try:
             names = os.listdir(folder)
         except OSError as e:
