@@ -1049,14 +1049,16 @@ def test_another_user_cannot_take_the_launch_key(live_server, tmp_path):
                 browser.close()
         chrome_cmd = open(f"/proc/{chrome.pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
     finally:
-        spy.stdin.close()  # the spy's last scan ran while Chromium was still open
-        out, err = spy.stdout.read(), spy.stderr.read()
-        spy.wait(60)
-        if chrome is not None:
-            chrome.terminate()
-            chrome.wait(20)
-        decoy.kill()
-        decoy.wait()
+        try:
+            spy.stdin.close()  # the spy's last scan ran while Chromium was still open
+            out, err = spy.stdout.read(), spy.stderr.read()
+            spy.wait(60)
+        finally:
+            if chrome is not None:
+                chrome.terminate()
+                chrome.wait(20)
+            decoy.kill()
+            decoy.wait()
     assert spy.returncode == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     text = json.dumps(result)
