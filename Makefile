@@ -121,9 +121,11 @@ linkcheck: $(STAMP)
 	$(BIN)/python tools/linkcheck.py _build/html
 
 LIVE_HTML ?= _build/html
+# options of tools/serve_live.py, e.g. LIVE_ARGS='--max-kernels 2 --token-idle 1800'
+LIVE_ARGS ?=
 live: $(STAMP) $(VENDOR)
 	@test -f $(LIVE_HTML)/index.html || $(MAKE) --no-print-directory book
-	$(BIN)/python tools/serve_live.py --html $(LIVE_HTML) --port $(PORT)
+	$(BIN)/python tools/serve_live.py --html $(LIVE_HTML) --port $(PORT) $(LIVE_ARGS)
 
 screenshots: $(STAMP) $(VENDOR)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory book

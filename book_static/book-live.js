@@ -1,8 +1,9 @@
 // Live recomputation of the cells tagged "live" (see README, "Live figures").
 // On the static website (window.BOOK_LIVE is null) each live cell only says how to make it live.
 // Under `make live`, book-live-config.js says that the book's own server forwards /jupyter/ to a
-// private Jupyter server, and where to exchange a launch key. The address `make live` prints ends in
-// #live=KEY: a fragment, which the browser never sends to a server. This script removes it from the
+// private Jupyter server, and where to exchange a launch key. The launch page `make live` writes (a
+// file in its private folder) sends the browser to the book with #live=KEY: a fragment, which the
+// browser never sends to a server. This script removes it from the
 // address bar at once and exchanges the key (single use, short-lived) for a session token, kept in
 // this tab's sessionStorage of the book's origin, which no other origin (another port included) can
 // read. "Run live" then loads thebe (served by the book, from npm) with that token: thebe sends it
@@ -21,7 +22,7 @@
 
   function setSessionState(s) { document.documentElement.dataset.bookLiveSession = s; }
 
-  // The one-time key of the launch address, removed from the address bar and the history.
+  // The one-time key of the launch page's address, removed from the address bar and the history.
   function takeLaunchKey() {
     var m = /^#live=([A-Za-z0-9_-]+)$/.exec(window.location.hash);
     if (!m) return null;
@@ -146,6 +147,13 @@
     });
     if (!res.session) throw new Error("the Jupyter server gave no kernel session");
     var kernel = res.session.kernel;
+    // leaving the page shuts its kernel down, so that it does not count against the kernels
+    // make live allows at once (--max-kernels) until it would be culled as idle
+    var sessionUrl = server + "api/sessions/" + encodeURIComponent(res.session.id);
+    window.addEventListener("pagehide", function () {
+      fetch(sessionUrl, { method: "DELETE", keepalive: true, credentials: "omit",
+                          headers: { Authorization: "token " + token } }).catch(function () {});
+    });
     for (var i = 0; i < setup.length; i++) {
       setStatus("kernel ready; running setup cell " + (i + 1) + " of " + setup.length + " …");
       await runSilently(kernel, codeOf(setup[i]));
@@ -186,8 +194,8 @@
       status.className = "book-live-status";
       if (cfg && !session) {
         status.textContent = "live mode is on, but this tab has no live session: open the " +
-          "address that `make live` printed (its key works once; press Enter in the terminal " +
-          "of `make live` for a new one)";
+          "launch page that `make live` printed (its key works once; press Enter in the " +
+          "terminal of `make live` for a new one)";
       } else if (cfg) {
         var b = document.createElement("button");
         b.type = "button"; b.className = "book-live-run"; b.textContent = "Run live";
