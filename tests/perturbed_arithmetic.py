@@ -41,6 +41,7 @@ import numpy as np
 
 SEED = int(os.environ.get("BOOK_PERTURB_SEED", "1"))
 _ORIG = {}
+_SIN = np.sin   # the real ufunc, for the harness's own hashing (install() wraps numpy.sin)
 
 
 def _rng(tag, *arrays):
@@ -74,7 +75,12 @@ def _perturb_product(tag, product, operands, out):
     with np.errstate(all="ignore"):
         scale = product(*[np.abs(a) for a in operands])
         terms = product(*[(a != 0).astype(np.float64) for a in operands])
-    k = _rng(tag, *operands).integers(-2, 3, size=out.shape)
+        # the same dot product rounds the same way wherever it appears: the shift of an entry is
+        # a function of the entry's exact value's neighbourhood (its unperturbed result and the
+        # size of its terms), not of its position, so identical rows and columns stay identical
+        mix = (np.nan_to_num(out.astype(np.float64)) * 12.9898 + np.nan_to_num(scale) * 78.233
+               + SEED * 0.6180339887)
+        k = np.floor(5 * np.mod(_SIN(mix) * 43758.5453, 1.0)) - 2
     moved = out + (k * _unit(out.dtype) * scale).astype(out.dtype)
     return np.where((terms >= 2) & np.isfinite(scale), moved, out).astype(out.dtype)
 
@@ -158,12 +164,17 @@ def _einsum_operands(args):
 
 
 def _ulps(tag, out, n, *inputs):
-    """Each float entry of ``out`` moved by up to ``n`` units in the last place (0 and inf kept)."""
+    """Each float entry of ``out`` moved by up to ``n`` units in the last place (0 and inf kept;
+    equal entries moved alike, as one function of the value)."""
     if not isinstance(out, np.ndarray) or out.dtype not in (np.float64, np.float32):
         return out
-    k = _rng(tag, *inputs).integers(-n, n + 1, size=out.shape)
+    with np.errstate(all="ignore"):
+        mix = np.nan_to_num(out.astype(np.float64)) * 12.9898 + SEED * 0.6180339887 + len(tag)
+        k = np.floor((2 * n + 1) * np.mod(_SIN(mix) * 43758.5453, 1.0)) - n
     moved = out + k * np.spacing(np.abs(out)).astype(out.dtype)
-    return np.where((out != 0) & np.isfinite(out), moved, out).astype(out.dtype)
+    # subnormal results are kept: the formats' own flush and underflow are tested elsewhere
+    normal = np.abs(out) >= np.finfo(out.dtype).tiny
+    return np.where((out != 0) & np.isfinite(out) & normal, moved, out).astype(out.dtype)
 
 
 def _wrap_elementary(name, ufunc):
@@ -185,6 +196,11 @@ def _wrap_factorization(name, fn):
         res = fn(a, *args, **kwargs)
         rng = _rng(name, a) if isinstance(a, np.ndarray) else None
         if rng is None:
+            return res
+        if name == "norm" and (len(args) >= 2 or kwargs.get("axis") is not None
+                               or (a.dtype.kind in "fiu" and _exact_integers(a))):
+            # a norm along an axis is NumPy's own elementwise sum (no BLAS); a sum of squares of
+            # small integers is exact and its root correctly rounded: the same everywhere
             return res
         if name in ("svd", "eigh") and isinstance(res, tuple) and len(res) >= 2:
             parts = [np.array(p) if isinstance(p, np.ndarray) else p for p in res]
