@@ -133,7 +133,7 @@ screenshots: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 # Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
-STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
+STAGES := test-package test-notebooks test-nbval book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
 	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
 	for stage in $(STAGES); do \
