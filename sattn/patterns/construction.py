@@ -250,7 +250,7 @@ def factorize(B, method: str = "svd") -> tuple[np.ndarray, np.ndarray]:
     method : {"svd", "direct"}
         ``"svd"``: the paper's route, full SVD ``B = U Sigma V^T`` and ``D = U Sigma``, with the
         signs and the bases inside clusters of equal singular values fixed by
-        :func:`sattn.canonical_svd` (so that a seeded draw is the same on every machine).
+        ``sattn.canonical_svd`` (so that a seeded draw is the same on every machine).
         ``"direct"``: ``D = B`` and ``V = I`` (no SVD; the construction's output has the same
         distribution, because ``V Y`` is again uniform on the Stiefel manifold).
 

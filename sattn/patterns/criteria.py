@@ -77,7 +77,7 @@ class ApproximationReport(Result):
     bound6, bound7 : float
         Largest rounding bound of a row's margin of (6) / (7) (the logits' own error, given as
         ``logit_error``, plus the rounding of the margin's evaluation). A row whose margin lies
-        outside its band is decided the same on every machine; see :mod:`sattn.rounding`.
+        outside its band is decided the same on every machine; see ``sattn.rounding``.
     exact_rows : int
         Rows whose margin fell inside its band and whose decision was re-made in 200-bit
         arithmetic (from the exact logits, or from ``G`` itself when it carries no error).
@@ -267,7 +267,7 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False, logit_erro
         Causal criteria: ``A`` must be lower triangular and (7) only concerns ``j <= l``.
     logit_error : float or array_like broadcastable to (b, L), default 0
         A bound on ``|G_block - exact logits|`` entrywise (e.g. from
-        :func:`sattn.product_error_bound`); 0 when ``G_block`` is itself the object checked.
+        ``sattn.product_error_bound``); 0 when ``G_block`` is itself the object checked.
     exact_logits : callable, optional
         ``exact_logits(rows)`` returns the exact logits of those rows (shape (len(rows), L);
         Fractions, mpmath numbers or floats). Needed only when ``logit_error`` is nonzero and a

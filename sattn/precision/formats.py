@@ -9,8 +9,8 @@ product or a sum (the softmax normaliser) is accumulated in float32 and rounded 
 format for float16 and bfloat16 (as tensor cores and TPUs do), in float32 for float32, in float64
 for float64 and for the p-bit formats. The accumulation order is specified, not left to a BLAS
 kernel: each product is rounded to the accumulator and the terms are added in index order
-(:func:`sattn.ordered_matmul`), so the rounding errors measured are the same on every CPU; ``exp``
-is :func:`sattn.portable_exp` for the same reason. float16 and bfloat16 have their
+(``sattn.ordered_matmul``), so the rounding errors measured are the same on every CPU; ``exp``
+is ``sattn.portable_exp`` for the same reason. float16 and bfloat16 have their
 finite range (overflow gives ``inf``, small values become subnormal or 0); rounding to them is
 done by the ``numpy.float16`` and ``ml_dtypes.bfloat16`` casts. A p-bit format (an integer
 ``fmt``) has a p-bit significand and an unbounded exponent: the sweep behind the measured
@@ -179,7 +179,7 @@ class FormatArithmetic:
 
     def matmul(self, a, b) -> np.ndarray:
         """``a @ b``: each product rounded to the accumulator and added in index order, then the
-        result rounded once to the format (:func:`sattn.ordered_matmul`)."""
+        result rounded once to the format (``sattn.ordered_matmul``)."""
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -223,7 +223,7 @@ class FormatArithmetic:
         return self._ew(np.divide, a, b)
 
     def exp(self, a):
-        """``exp(a)`` by :func:`sattn.portable_exp` (the same bits on every CPU), rounded."""
+        """``exp(a)`` by ``sattn.portable_exp`` (the same bits on every CPU), rounded."""
         return self._ew(portable_exp, a)
 
     def relu(self, a):

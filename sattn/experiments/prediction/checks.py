@@ -202,7 +202,7 @@ def check_offsupport_max(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
 
     Parameters and returns as in :func:`check_error_model`; ``ok``: the identity holds to 1e-8
     and ``tail5_model`` is within three binomial standard deviations of 0.05. The identity's
-    error is reported as a verdict against :data:`NORM_IDENTITY_BOUND` (``"<= 1e-12"``; it is
+    error is reported as a verdict against ``NORM_IDENTITY_BOUND`` (``"<= 1e-12"``; it is
     rounding, whose digits differ between machines), and raises if it is larger.
     """
     L, d, b, n_draws, rows, rng = _check_exact_args(L, d, b, n_draws, rows, rng)
