@@ -193,8 +193,12 @@ def certify(margin: float, bound: float, exact=None) -> Certified:
     return Certified(ok=bool(value > 0), margin=margin, bound=bound, how="exact")
 
 
-def first_of_largest(values, tol: float) -> int:
+def first_of_largest(values, tol: float, *, prefer=None) -> int:
     """The lowest index among the entries within ``tol`` of the largest (the printed "worst").
+
+    With ``prefer`` (a boolean mask, e.g. the rows that fail a criterion), a preferred entry within
+    ``tol`` of the largest comes first: a check that fails on one of several tied rows reports the
+    row that fails.
 
     Parameters
     ----------
@@ -202,6 +206,8 @@ def first_of_largest(values, tol: float) -> int:
         ``n >= 1``; ``-inf`` allowed, NaN not.
     tol : float
         ``>= 0``: the rounding bound of the values (the width within which they are tied).
+    prefer : array_like of bool, shape (n,), optional
+        Entries to report first among the tied ones.
 
     Returns
     -------
@@ -217,10 +223,18 @@ def first_of_largest(values, tol: float) -> int:
     if np.isnan(v).any():
         raise ValueError("values must not contain NaN")
     tol = check_real("tol", tol, low=0.0)
+    if prefer is not None:
+        prefer = np.asarray(prefer)
+        if prefer.dtype != bool or prefer.shape != v.shape:
+            raise ValueError(f"prefer must be a boolean array of shape {v.shape}, got "
+                             f"{prefer.dtype} of shape {prefer.shape}")
     top = v.max()
     if top == -np.inf:
         return 0
-    return int(np.flatnonzero(v >= top - tol)[0])
+    tied = v >= top - tol
+    if prefer is not None and (tied & prefer).any():
+        tied &= prefer
+    return int(np.flatnonzero(tied)[0])
 
 
 def below_bound(value: float, bound: float) -> str:

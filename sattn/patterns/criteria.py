@@ -37,8 +37,8 @@ from ..rounding import UNIT_ROUNDOFF, first_of_largest
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = [
-    "ApproximationReport", "check_approximation", "check_approximation_explicit", "check_rows",
-    "merge_reports",
+    "ApproximationReport", "check_approximation", "check_approximation_explicit",
+    "check_attention_matrix", "check_rows", "merge_reports",
 ]
 # The module's public names: the flat ones, then those that stay in this module.
 __all__ = [*__flat__, "validate_tolerances"]
@@ -394,8 +394,10 @@ def check_rows(G_block, rows, A, eps1, eps2, *, causal: bool = False, logit_erro
                                                           eps2, 7)
             b6[i] = 4 * u * (abs(spread[i]) + l6)
             b7[i] = 4 * u * (abs(gap[i]) - l7) if gap[i] > -np.inf else 0.0
-    w6 = first_of_largest(spread, 2 * float(b6.max()))
-    w7 = first_of_largest(gap, 2 * float(b7.max()))
+    # the worst row: the largest value, rows within rounding of it tied; among tied rows one that
+    # fails comes first (its decision is certified), then the lowest index
+    w6 = first_of_largest(spread, 2 * float(b6.max()), prefer=~ok6_row)
+    w7 = first_of_largest(gap, 2 * float(b7.max()), prefer=~ok7_row)
     # The worst rows' spread and gap are printed; where their band is wide enough to reach printed
     # digits (> PRINTED_BAND), they are recomputed exactly, so the printed margins are defined.
     wide = sorted({int(w) for w, band in ((w6, b6[w6]), (w7, b7[w7])) if band > PRINTED_BAND})
@@ -459,8 +461,10 @@ def merge_reports(reports) -> ApproximationReport:
             )
     bound6 = max(r.bound6 for r in reports)
     bound7 = max(r.bound7 for r in reports)
-    w6 = reports[first_of_largest([r.ratio_spread for r in reports], 2 * bound6)]
-    w7 = reports[first_of_largest([r.log_gap7 for r in reports], 2 * bound7)]
+    w6 = reports[first_of_largest([r.ratio_spread for r in reports], 2 * bound6,
+                                  prefer=np.array([not r.ok6 for r in reports]))]
+    w7 = reports[first_of_largest([r.log_gap7 for r in reports], 2 * bound7,
+                                  prefer=np.array([not r.ok7 for r in reports]))]
     return _make_report(first.eps1, first.eps2, w6.ratio_spread, w6.worst_row6, w6.worst_pair6,
                         w7.log_gap7, w7.worst_row7, w7.worst_pair7,
                         sum(r.rows_checked for r in reports), first.causal,
@@ -522,6 +526,68 @@ def check_approximation(G, A, eps1, eps2, *, causal: bool = False, block_rows: i
         for s in range(0, L, block_rows)
     ]
     return merge_reports(reports)
+
+
+def check_attention_matrix(M, A, eps1, eps2, *, causal: bool = False) -> ApproximationReport:
+    """Check criteria (6)-(7) for a given attention matrix ``M`` (computed by any means).
+
+    For a matrix that did not come from logits the package holds: a pass in a low-precision
+    format, another library's kernel. The criteria are decided on ``ln M``: NumPy's logarithm
+    (whose last bits depend on the CPU) is certified against a band of 4 units in the last place,
+    and a row whose margin falls inside that band is decided again from the exact logarithms of
+    ``M``'s entries (200-bit arithmetic). The verdict is therefore a function of ``M``'s values
+    alone, the same on every machine. A zero entry counts as ``ln 0``, below every other logit,
+    so a zero on the support of ``A`` fails (6).
+
+    Parameters
+    ----------
+    M : array_like, shape (L, L)
+        Nonnegative and finite; with ``causal`` the entries above the diagonal are ignored.
+    A, eps1, eps2, causal
+        As in :func:`check_approximation`.
+
+    Returns
+    -------
+    ApproximationReport
+
+    Raises
+    ------
+    ValueError
+        If ``M`` is not a finite square matrix, has a negative entry, or its shape is not that of
+        ``A``; the errors of :func:`check_approximation` otherwise.
+
+    References
+    ----------
+    Criteria (6)-(7) of Likhosherstov et al. (2021); Chapter :ref:`ch-finite-precision`.
+    """
+    M = as_matrix("M", M, square=True)
+    if (M < 0).any():
+        r, c = np.argwhere(M < 0)[0]
+        raise ValueError(f"M must be nonnegative, but M[{r}, {c}] = {M[r, c]:.6g}")
+    if not sps.issparse(A):
+        A = as_matrix("A", A, square=True)
+    if A.shape != M.shape:
+        raise ValueError(f"A must have the shape of M, {M.shape}, got {A.shape}")
+    with np.errstate(divide="ignore"):
+        G = np.log(np.where(M > 0, M, 1.0))
+    G = np.where(M > 0, G, ZERO_LOGIT)
+    err = np.where(M > 0, 4 * UNIT_ROUNDOFF * np.abs(G), 0.0)
+    return check_approximation(G, A, eps1, eps2, causal=causal, logit_error=err,
+                               exact_logits=_exact_log_rows(M))
+
+
+#: The logit that stands for ``ln 0`` in :func:`check_attention_matrix` (finite, below every
+#: logarithm of a float64).
+ZERO_LOGIT = -1e300
+
+
+def _exact_log_rows(M):
+    """``rows -> ln M[rows]`` in 200-bit arithmetic (``ZERO_LOGIT`` where ``M`` is 0)."""
+    def rows_of(rows):
+        with mpmath.workprec(EXACT_BITS):
+            return [[mpmath.log(mpmath.mpf(float(v))) if v > 0 else ZERO_LOGIT
+                     for v in M[int(r)]] for r in rows]
+    return rows_of
 
 
 def check_approximation_explicit(M, A, eps1, eps2, *, causal: bool = False) -> ApproximationReport:

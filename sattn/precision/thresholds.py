@@ -15,15 +15,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
 
 from .._validate import as_float_array, check_callable, check_int, check_real, check_rng
 from ..layers import AttentionHead, multihead_attention
 from ..patterns.construction import Approximation, exact_product_rows, validate_target
-from ..patterns.criteria import check_approximation
+from ..patterns.criteria import check_approximation, check_attention_matrix
 from ..results import Result
-from ..rounding import UNIT_ROUNDOFF, product_error_bound
+from ..rounding import product_error_bound
 from ..universality.contextual import as_sequences, vocabulary
 from ..universality.hardmax import validate_draw_sizes, hardmax_counterexample
 from ..universality.memorize import OneLayerTransformer
@@ -181,36 +180,20 @@ def algorithm1_precision(approx, A, fmt, *, mode: str = "forward") -> PrecisionR
         err, exact = product_error_bound(XQ, XK), exact_product_rows(XQ, XK)
         if causal:
             G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
+        rep = check_approximation(G, A, approx.eps1, approx.eps2, causal=causal, logit_error=err,
+                                  exact_logits=exact)
         dead = False
     else:
         M = attention_matrix_in(approx.X, approx.W_Q, approx.W_K, f, causal=causal)
         dead = bool(((A > 0) & ~(M > 0)).any()) or not np.isfinite(M).all()
-        with np.errstate(divide="ignore"):
-            G = np.log(np.where(np.isfinite(M), M, 1.0))
-        live = np.isfinite(G)
-        G = np.where(np.isneginf(G), -1e300, G)
-        # NumPy's log is within a few ulp (its last bits depend on the CPU): certified against
-        # that band, and re-made from the exact logarithms of M's entries inside it
-        err = np.where(live, 4 * UNIT_ROUNDOFF * np.abs(G), 0.0)
-        exact = _exact_log_rows(M)
-        if causal:
-            G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
-    rep = check_approximation(G, A, approx.eps1, approx.eps2, causal=causal, logit_error=err,
-                              exact_logits=exact)
+        # decided on ln M, certified against the logarithm's rounding (check_attention_matrix)
+        rep = check_attention_matrix(np.where(np.isfinite(M), M, 1.0), A, approx.eps1,
+                                     approx.eps2, causal=causal)
     margin = -math.inf if dead else min(rep.margin6, rep.margin7)
     name = "Algorithm 1 input (causal)" if causal else "Algorithm 1 input"
     return PrecisionReport(name, f.name, mode, ok=rep.ok and not dead, margin=margin,
                            criterion="criteria (6)-(7); margin min(margin6, margin7) in nats",
                            value=rep.ratio_spread)
-
-
-def _exact_log_rows(M):
-    """``rows -> ln M[rows]`` in 200-bit arithmetic (``-1e300`` where ``M`` is 0 or not finite)."""
-    def rows_of(rows):
-        with mpmath.workprec(200):
-            return [[mpmath.log(mpmath.mpf(float(v))) if 0 < v < math.inf else -1e300
-                     for v in M[int(r)]] for r in rows]
-    return rows_of
 
 
 def algorithm1_bits_needed(approx) -> float:
@@ -262,7 +245,8 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     (integer weights in ``[-bound, bound]``, every fifth trial with ``W_K = 0``) and computes
     hardmax attention on both sequences of :func:`sattn.hardmax_counterexample` in the
     format ("forward"; "weights" only rounds the integers, which every format holds exactly up to
-    ``2**p``). The impossibility survives when every head returns the same output at both shared
+    ``2**p``, and computes in float64 with the fixed-order arithmetic of
+    :func:`sattn.column_attention_in`). The impossibility survives when every head returns the same output at both shared
     tokens; rounding can break it by merging scores into ties in one sequence only. The report's
     ``value`` is the fraction of heads for which it survives; ``margin`` is the softmax gap of the
     fixed head ``W_Q = 0.3 e_1`` (softmax still separates the pair) computed in the format.
@@ -282,9 +266,11 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     for t in range(trials):
         heads = _draw_int_heads(rng, d, max_heads, max_s, bound, t % 5 == 4)
         if mode == "weights":
+            # rounded weights, then float64 arithmetic in a fixed order (the equality test below
+            # compares outputs bit for bit, so their arithmetic must be defined)
             heads = [_round_head(h, f) for h in heads]
-            Y1 = multihead_attention(round_to(X1, f), heads, kind="hardmax")
-            Y2 = multihead_attention(round_to(X2, f), heads, kind="hardmax")
+            Y1, Y2 = column_attention_in(round_to(np.stack([X1, X2]), f), heads, "float64",
+                                         kind="hardmax")
         else:
             Y1, Y2 = column_attention_in(np.stack([X1, X2]), heads, f, kind="hardmax")
         survive += bool(np.array_equal(Y1[:, [0, 3]], Y2[:, [0, 3]]))
@@ -293,7 +279,7 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     head = AttentionHead(W_Q=0.3 * e, W_K=e, W_V=e, W_O=e.T)
     if mode == "weights":
         h = _round_head(head, f)
-        S1, S2 = (multihead_attention(round_to(X, f), [h]) for X in (X1, X2))
+        S1, S2 = (column_attention_in(round_to(X, f), [h], "float64") for X in (X1, X2))
     else:
         S1, S2 = (column_attention_in(X, [head], f) for X in (X1, X2))
     gap = float(np.linalg.norm(S1[:, 0] - S2[:, 0]))

@@ -538,6 +538,9 @@ spec("check_approximation", lambda: dict(G=_G4(), A=_A4(), eps1=1.0, eps2=0.5, c
 spec("check_approximation_explicit", lambda: dict(M=sattn.row_softmax(_G4()), A=_A4(), eps1=1.0, eps2=0.5,
                                                   causal=False),
      M=matrix(square=True, nonneg=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
+spec("check_attention_matrix", lambda: dict(M=sattn.row_softmax(_G4()), A=_A4(), eps1=1.0, eps2=0.5,
+                                            causal=False),
+     M=matrix(square=True, nonneg=True), A=matrix("target pattern", **TARGET), **_EPS, causal=boolean())
 spec("check_rows", lambda: dict(G_block=_G4(), rows=[0, 1, 2, 3], A=_A4(), eps1=1.0, eps2=0.5, causal=False),
      G_block=matrix(shapes=[(4, 5)]),
      rows=custom("row indices", ["abc", None, {"a": 1}, [0.5, 1.5, 2.5, 3.5], [0], [0, 1, 2, 99],
@@ -807,7 +810,9 @@ spec("certify", lambda: dict(margin=0.5, bound=1e-12, exact=None),
      margin=real(inf_bad=False), bound=real(low=0.0, inf_bad=False),
      exact=custom("callable or None", ["abc", 5, {"a": 1}, [len]]))
 spec("first_of_largest", lambda: dict(values=np.array([1.0, 3.0, 3.0]), tol=0.0),
-     values=vector(nonfinite=("nan",), sized=False), tol=real(low=0.0))
+     values=vector(nonfinite=("nan",), sized=False), tol=real(low=0.0),
+     prefer=custom("boolean mask of the values' shape", ["abc", [1, 0, 0], [True, False],
+                                                         np.ones((3, 1), bool)]))
 spec("below_bound", lambda: dict(value=1e-15, bound=1e-13), value=real(low=0.0),
      bound=real(low=0.0, low_open=True))
 spec("correctly_rounded", lambda: dict(name="log", x=np.array([0.5, 2.0])), name=choice(sattn.rounding.ELEMENTARY),

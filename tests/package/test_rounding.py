@@ -58,6 +58,11 @@ def test_first_of_largest_resolves_exact_and_rounding_ties_to_the_lowest_index()
     assert sattn.first_of_largest([1.0, 3.0 - 1e-15, 3.0], 1e-14) == 1
     assert sattn.first_of_largest([1.0, 3.0 - 1e-15, 3.0], 0.0) == 2
     assert sattn.first_of_largest([-np.inf, -np.inf], 0.0) == 0
+    # a preferred (failing) entry among the tied ones comes first; outside the ties it does not
+    assert sattn.first_of_largest([3.0, 3.0 - 1e-15, 1.0], 1e-14, prefer=[False, True, True]) == 1
+    assert sattn.first_of_largest([3.0, 1.0], 1e-14, prefer=[False, True]) == 0
+    with pytest.raises(ValueError, match="prefer must be a boolean array of shape"):
+        sattn.first_of_largest([3.0, 1.0], 0.0, prefer=[1, 0])
 
 
 def test_below_bound_prints_the_bound_and_fails_above_it():

@@ -197,3 +197,35 @@ def test_report_of_a_huge_zero_ratio_prints_instead_of_overflowing():
     assert "exp(800)" in rep.message and str(rep) == rep.message
     with pytest.raises(sattn.ClaimFailed, match="exp\\(800\\)"):
         sattn.check(rep, "criterion (7)")
+
+
+def test_attention_matrix_exact_ties_pass_and_whatever_log_does(monkeypatch):
+    """Entries whose ratios meet eps1 and eps2 exactly are ties in exact arithmetic: they pass,
+    however NumPy's logarithm rounds (here moved up and down by 3 ulp)."""
+    # row 0: support ratio 2 = 1 + eps1 exactly, zero/support ratio 1/4 / 1/2 = eps2 exactly
+    M = np.array([[0.5, 0.25, 0.125, 0.125], [0.125, 0.5, 0.25, 0.125],
+                  [0.125, 0.125, 0.5, 0.25], [0.25, 0.125, 0.125, 0.5]])
+    A = np.array([[1.0, 0.5, 0, 0], [0, 1.0, 0.5, 0], [0, 0, 1.0, 0.5], [0.5, 0, 0, 1.0]])
+    exact = sattn.check_attention_matrix(M, A, 1.0, 0.5)
+    assert exact.ok
+    real_log = np.log
+    for k in (-3, 3):
+        monkeypatch.setattr(np, "log", lambda x, k=k: (lambda y: y + k * np.spacing(np.abs(y)))(
+            real_log(x)))
+        rep = sattn.check_attention_matrix(M, A, 1.0, 0.5)
+        assert rep.ok and rep.exact_rows >= 1, rep
+    monkeypatch.setattr(np, "log", real_log)
+    # a hair past the tie fails, on exactly the row that moved
+    M2 = M.copy()
+    M2[1, 3] = np.nextafter(0.125, 1.0)
+    bad = sattn.check_attention_matrix(M2, A, 1.0, 0.5)
+    assert not bad.ok7 and bad.worst_row7 == 1 and bad.worst_pair7 == (3, 2)
+
+
+def test_attention_matrix_zero_on_the_support_fails_and_bad_input_is_named():
+    M = np.array([[1.0, 0.0], [0.5, 0.5]])
+    assert not sattn.check_attention_matrix(M, np.ones((2, 2)), 1.0, 0.5).ok6
+    with pytest.raises(ValueError, match="nonnegative"):
+        sattn.check_attention_matrix(-M, np.ones((2, 2)), 1.0, 0.5)
+    with pytest.raises(ValueError, match="shape of M"):
+        sattn.check_attention_matrix(M, np.ones((3, 3)), 1.0, 0.5)

@@ -1,0 +1,84 @@
+"""The perturbation harness of ``make test-perturbed`` (tests/perturbed_arithmetic.py) perturbs what
+it says, and the package's defined computations are immune to it while the raw ones are not.
+
+Each check runs in a fresh interpreter: the harness must be installed before ``sattn`` is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+ROOT = TESTS.parent
+
+
+def _run(code: str, perturbed: bool, seed: int = 1) -> dict:
+    """Run ``code`` (which prints one JSON object) with or without the harness installed."""
+    prologue = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import perturbed_arithmetic; "
+                "perturbed_arithmetic.install()\n") if perturbed else ""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BOOK_PERTURB_SEED": str(seed)}
+    out = subprocess.run([sys.executable, "-c", prologue + code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+PROBE = """
+import json
+import numpy as np
+import sattn
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((6, 40)), rng.standard_normal((40, 5))
+ints = np.arange(12.0).reshape(3, 4)
+B = rng.standard_normal((7, 7))
+U, s, Vh = np.linalg.svd(B)
+cU, cs, cVh = sattn.canonical_svd(B)
+x = np.linspace(0.1, 3, 50)
+print(json.dumps({
+    "dot": np.dot(a, b).tolist(), "np_matmul": np.matmul(a, b).tolist(),
+    "ordered": sattn.ordered_matmul(a, b).tolist(), "ints": (ints @ ints.T).tolist(),
+    "svd_U": U.tolist(), "canonical_U": cU.tolist(), "canonical_s": cs.tolist(),
+    "exp": np.exp(x).tolist(), "portable_exp": sattn.portable_exp(x).tolist(),
+    "log": np.log(x).tolist(), "correct_log": sattn.correctly_rounded("log", x).tolist(),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_harness_moves_raw_arithmetic_and_leaves_defined_arithmetic_alone():
+    plain = _run(PROBE, perturbed=False)
+    moved = [_run(PROBE, perturbed=True, seed=s) for s in (1, 2)]
+    for m in moved:
+        # BLAS products, LAPACK's factors and libm's results change in their last bits
+        for key in ("dot", "np_matmul", "exp", "log"):
+            assert np.array(m[key]).tolist() != plain[key], key
+            assert np.allclose(m[key], plain[key], rtol=1e-13, atol=1e-13), key
+        # the package's defined computations and exact integer products do not move at all
+        for key in ("ordered", "ints", "portable_exp", "correct_log"):
+            assert m[key] == plain[key], key
+        # the canonical SVD moves by rounding only: its signs do not depend on LAPACK's
+        for key in ("canonical_U", "canonical_s"):
+            assert np.allclose(m[key], plain[key], rtol=0, atol=1e-12), key
+    # LAPACK's signs are free, and the harness flips them: some column of U changes sign
+    assert any(not np.allclose(m["svd_U"], plain["svd_U"], atol=1e-6) for m in moved)
+
+
+@pytest.mark.slow
+def test_sattn_modules_are_compiled_with_the_perturbed_product():
+    code = """
+import json
+import numpy as np
+import sattn
+from sattn.attention import attention_logits
+rng = np.random.default_rng(3)
+X, W_Q, W_K = rng.standard_normal((8, 30)), rng.standard_normal((30, 30)), rng.standard_normal((30, 30))
+print(json.dumps({"G": attention_logits(X, W_Q, W_K).tolist()}))
+"""
+    assert _run(code, perturbed=True)["G"] != _run(code, perturbed=False)["G"]
