@@ -26,7 +26,7 @@ PORT ?= 8000
 
 help:
 	@echo "make book           build the executed HTML book into _build/html (sets everything up)"
-	@echo "make test           everything: lint, package tests, notebook checks, nbval, the -W book build, PDF, site tests"
+	@echo "make test           everything: lint, package tests, notebook checks, nbval (also with perturbed arithmetic), the -W book build, PDF, site tests"
 	@echo "make test-fast      the edit loop: lint, package tests without those marked slow, stored-notebook checks"
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
@@ -133,7 +133,7 @@ screenshots: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
 # Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
-STAGES := test-package test-notebooks test-nbval book-after-nbval pdf test-site
+STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
 	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
 	for stage in $(STAGES); do \
