@@ -2,15 +2,15 @@
 
 Usage::
 
-    python tools/recompute_tasks.py                      # the default sample, about 2 minutes
+    python tools/recompute_tasks.py                      # the default sample, a few minutes
     python tools/recompute_tasks.py --per-experiment 6 --max-seconds 30
 
 The data under ``data/tasks/`` were computed on one machine. They are portable if every task
 recomputed on another machine (another CPU, BLAS build, kernel set or thread count) gives the
 same record. This script picks, for each experiment (fig3, fig4, decades, acceptance, width-bits),
-the cheapest stored task of each setting until it has ``--per-experiment`` of them (each stored
-d_min search and acceptance curve contains the widths next to its threshold, where a decision is
-closest to a tie), recomputes them with the checkout's ``sattn``, and compares the canonical JSON
+``--per-experiment`` stored tasks spread evenly over their run times (each stored d_min search and
+acceptance curve contains the widths next to its threshold, where a decision is closest to a
+tie), recomputes them with the checkout's ``sattn``, and compares the canonical JSON
 of each record without its run times. It prints one line per task and exits 1 on any difference.
 
 To check portability across BLAS kernel sets, run it by hand once per kernel set, e.g.
@@ -40,13 +40,13 @@ SECONDS_COLUMN = 10
 
 
 def _experiments():
-    """``name -> (tasks of the shipped profile, runner, setting of a task)``."""
+    """``name -> (tasks of the shipped profile, the function that computes one)``."""
     return {
-        "fig3": (make_tasks("fig3", "paper"), run_task, lambda t: t.setup.name),
-        "fig4": (make_tasks("fig4", "paper"), run_task, lambda t: (t.setup.name, t.Q)),
-        "decades": (make_tasks("decades", "paper"), run_task, lambda t: t.setup.name),
-        "acceptance": (acceptance_tasks("paper"), run_acceptance_task, lambda t: t.setup.name),
-        "width_bits": (frontier_tasks("paper"), run_frontier_task, lambda t: t.construction),
+        "fig3": (make_tasks("fig3", "paper"), run_task),
+        "fig4": (make_tasks("fig4", "paper"), run_task),
+        "decades": (make_tasks("decades", "paper"), run_task),
+        "acceptance": (acceptance_tasks("paper"), run_acceptance_task),
+        "width_bits": (frontier_tasks("paper"), run_frontier_task),
     }
 
 
@@ -58,8 +58,10 @@ def comparable(payload: dict) -> bytes:
     return json.dumps(p, sort_keys=True, separators=(",", ":")).encode()
 
 
-def sample(tasks, setting, folder: Path, per_experiment: int, max_seconds: float):
-    """The cheapest stored task of each setting (by stored run time), up to ``per_experiment``."""
+def sample(tasks, folder: Path, per_experiment: int, max_seconds: float):
+    """``per_experiment`` stored tasks spread evenly over the stored run times up to
+    ``max_seconds`` (so the sample spans the lengths, from the cheapest task to the dearest one
+    allowed)."""
     stored = []
     for task in tasks:
         path = folder / f"{task.task_id}.json"
@@ -69,22 +71,19 @@ def sample(tasks, setting, folder: Path, per_experiment: int, max_seconds: float
             if seconds <= max_seconds:
                 stored.append((seconds, task.task_id, task, payload))
     stored.sort(key=lambda s: (s[0], s[1]))
-    chosen, seen = [], set()
-    for seconds, _, task, payload in stored:
-        if setting(task) not in seen:
-            seen.add(setting(task))
-            chosen.append((task, payload))
-        if len(chosen) == per_experiment:
-            break
-    return chosen
+    if len(stored) <= per_experiment:
+        return [(task, payload) for _, _, task, payload in stored]
+    ranks = sorted({round(i * (len(stored) - 1) / (per_experiment - 1))
+                    for i in range(per_experiment)}) if per_experiment > 1 else [0]
+    return [stored[r][2:] for r in ranks]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-experiment", type=int, default=4,
-                    help="tasks per experiment (default 4), each of another setting")
-    ap.add_argument("--max-seconds", type=float, default=20.0,
-                    help="skip tasks whose stored run time exceeds this (default 20)")
+    ap.add_argument("--per-experiment", type=int, default=6,
+                    help="tasks per experiment (default 6), spread over the stored run times")
+    ap.add_argument("--max-seconds", type=float, default=15.0,
+                    help="skip tasks whose stored run time exceeds this (default 15)")
     ap.add_argument("--data", default=str(ROOT / "data"), help="the data folder (default data/)")
     args = ap.parse_args(argv)
     if args.per_experiment < 1:
@@ -98,9 +97,8 @@ def main(argv=None) -> int:
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(not set)')} "
           f"NPY_DISABLE_CPU_FEATURES={os.environ.get('NPY_DISABLE_CPU_FEATURES', '(not set)')}")
     differ = checked = 0
-    for name, (tasks, run, setting) in _experiments().items():
-        chosen = sample(tasks, setting, data / "tasks" / name, args.per_experiment,
-                        args.max_seconds)
+    for name, (tasks, run) in _experiments().items():
+        chosen = sample(tasks, data / "tasks" / name, args.per_experiment, args.max_seconds)
         if not chosen:
             print(f"{name}: no stored task within --max-seconds {args.max_seconds:g}")
             differ += 1
