@@ -134,7 +134,7 @@ def ordered_matmul(A, B, dtype=np.float64) -> np.ndarray:
 
     The result is the same on every machine (it uses only IEEE elementwise operations), unlike
     BLAS, whose summation order and fusing depend on the CPU's kernel set. Leading dimensions
-    broadcast as in :func:`numpy.matmul`.
+    broadcast as in ``numpy.matmul``.
 
     Parameters
     ----------

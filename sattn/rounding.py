@@ -16,8 +16,8 @@ the package uses against that:
   machine; inside the band the decision is re-made by an ``exact`` callable (exact rational or
   extended arithmetic) and a margin that is exactly zero passes (the book's criteria are ``<=``).
   :func:`first_of_largest` is the argmax rule for printed "worst" items: the lowest index among
-  the values within ``tol`` of the largest, so that exact ties (all rows of a construction with
-  the same gap) give the same answer everywhere.
+  the values within ``tol`` of the largest (a preferred one, such as a failing row, first), so
+  that exact ties (all rows of a construction with the same gap) give the same answer everywhere.
 * **Printed residuals.** :func:`below_bound` prints a residual as a verdict against its bound
   instead of as digits that only rounding decides.
 
