@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .._validate import as_vector, check_int, check_real, check_rng, check_size
 from ..linalg import canonical_svd, ordered_matmul
@@ -114,7 +113,10 @@ class _HingeLoss:
         order = np.argsort(~S, axis=1, kind="stable")[:, :kmax]  # support columns first
         self.sup = order
         self.sup_mask = np.take_along_axis(S, order, axis=1)        # (L, kmax)
-        self.logA_sup = np.log(np.where(self.sup_mask, np.take_along_axis(A, order, axis=1), 1.0))
+        # ln A correctly rounded (NumPy's log differs in the last bit between CPUs), once per value
+        vals = np.where(self.sup_mask, np.take_along_axis(A, order, axis=1), 1.0)
+        uniq, inv = np.unique(vals, return_inverse=True)
+        self.logA_sup = correctly_rounded("log", uniq)[inv].reshape(vals.shape)
         self.c6 = math.log1p(eps1) - margin
         self.c7 = math.log(eps2) - margin
         self.rows = np.arange(L)[:, None]
@@ -123,7 +125,7 @@ class _HingeLoss:
         L, d = self.L, self.d
         Q = theta[:L * d].reshape(L, d)
         K = theta[L * d:].reshape(L, d)
-        G = Q @ K.T
+        G = ordered_matmul(Q, K.T)
         Gon = G[self.rows, self.sup]                               # (L, kmax)
         m = self.sup_mask
         # (6): pairs on the support
@@ -139,13 +141,100 @@ class _HingeLoss:
         dGon = 2.0 * (h6.sum(axis=2) - h6.sum(axis=1)) - 2.0 * h7.sum(axis=1)
         dG = 2.0 * h7.sum(axis=2)
         np.add.at(dG, (np.broadcast_to(self.rows, self.sup.shape), self.sup), dGon)
-        grad = np.concatenate([(dG @ K).ravel(), (dG.T @ Q).ravel()])
+        grad = np.concatenate([ordered_matmul(dG, K).ravel(), ordered_matmul(dG.T, Q).ravel()])
         return loss, grad
 
 
 #: Stopping tests of L-BFGS, well above the rounding of the loss (about 1e-16 of its size), so
 #: that the machine's last bits do not decide when a start stops.
 GTOL, FTOL = 1e-9, 1e-12
+#: L-BFGS memory (pairs kept), Armijo constant and the smallest step of the backtracking search.
+HISTORY, ARMIJO, MIN_STEP = 10, 1e-4, 2.0 ** -40
+
+
+#: Bits of the grid a start is rounded to (relative to its largest entry).
+START_BITS = 24
+
+
+def _on_grid(x):
+    """``x`` rounded to multiples of ``2**(e - START_BITS)``, ``2**e`` just above ``max|x|``.
+
+    The canonical SVD's last bits come from LAPACK and differ between CPUs, and a start that
+    differs in them would send the path elsewhere. On this grid those bits (29 below it) are gone,
+    entries that are 0 up to rounding included.
+    """
+    top = float(np.abs(x).max())
+    if top == 0:
+        return x
+    q = 2.0 ** (math.frexp(top)[1] - START_BITS)
+    return np.round(x / q) * q
+
+
+def _dot(a, b) -> float:
+    """``sum(a * b)`` rounded once (``math.fsum``): the same on every machine, unlike BLAS."""
+    return math.fsum((a * b).tolist())
+
+
+def _lbfgs(fun, x0, *, maxiter: int):
+    """Minimize ``fun`` (returning value and gradient) by L-BFGS with a backtracking search.
+
+    Every operation is an IEEE elementwise operation, a NumPy sum or a correctly rounded dot
+    product, so the path, and where it ends, are the same on every machine: no BLAS (whose
+    kernels sum in CPU-dependent orders) and no line search inside a compiled library. Stops when
+    the largest gradient entry is at most ``GTOL``, when a step lowers the loss by at most
+    ``FTOL`` times its size, when the search finds no step of at least ``MIN_STEP`` that lowers
+    the loss enough (Armijo), or after ``maxiter`` iterations. Returns ``(x, f, iterations)``.
+
+    References
+    ----------
+    Nocedal & Wright, *Numerical Optimization* (2006), Algorithms 7.4-7.5 (two-loop recursion)
+    and 3.1 (backtracking).
+    """
+    x = np.array(x0, dtype=np.float64)
+    f, g = fun(x)
+    pairs = []                      # (s, y, 1 / (y . s)), oldest first
+    it = 0
+    while it < maxiter and float(np.abs(g).max()) > GTOL:
+        it += 1
+        q = g.copy()
+        alphas = []
+        for s_, y_, rho in reversed(pairs):
+            a = rho * _dot(s_, q)
+            alphas.append(a)
+            q = q - a * y_
+        if pairs:
+            s_, y_, _ = pairs[-1]
+            q = q * (_dot(s_, y_) / _dot(y_, y_))
+        else:
+            q = q / max(1.0, float(np.abs(g).max()))
+        for (s_, y_, rho), a in zip(pairs, reversed(alphas)):
+            q = q + s_ * (a - rho * _dot(y_, q))
+        p = -q
+        slope = _dot(g, p)
+        if not slope < 0:           # not a descent direction: restart from steepest descent
+            pairs.clear()
+            p = -g / max(1.0, float(np.abs(g).max()))
+            slope = _dot(g, p)
+        t = 1.0
+        while True:
+            x_new = x + t * p
+            f_new, g_new = fun(x_new)
+            if f_new <= f + ARMIJO * t * slope:
+                break
+            t *= 0.5
+            if t < MIN_STEP:
+                return x, f, it
+        s_, y_ = x_new - x, g_new - g
+        sy = _dot(s_, y_)
+        if sy > 1e-12 * math.sqrt(_dot(s_, s_) * _dot(y_, y_)):
+            pairs.append((s_, y_, 1.0 / sy))
+            if len(pairs) > HISTORY:
+                pairs.pop(0)
+        done = f - f_new <= FTOL * max(abs(f), abs(f_new), 1.0)
+        x, f, g = x_new, f_new, g_new
+        if done:
+            break
+    return x, f, it
 #: Caps of :func:`optimize_logits`: starts, and L-BFGS iterations per start.
 MAX_RESTARTS = 1000
 MAX_ITER = 10**5
@@ -156,7 +245,9 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     """Search ``Q, K`` in ``R^{L x d}`` such that ``G = Q K^T`` meets criteria (6)-(7) for ``A``.
 
     Minimizes the squared hinge loss of the log-domain constraints (6)-(7), each tightened by
-    ``margin``, with L-BFGS (``scipy.optimize.minimize``). The first start is the best rank-``d``
+    ``margin``, with L-BFGS in arithmetic that every machine rounds alike (fixed-order products,
+    correctly rounded dot products, a backtracking line search), so a seeded run ends at the same
+    point on every CPU. The first start is the best rank-``d``
     approximation of the construction's logit target ``B`` (eq. 8), split as
     ``Q = U_d S_d^{1/2}``, ``K = V_d S_d^{1/2}``; the others are Gaussian with the same scale. It
     stops at the first start whose product passes :func:`sattn.check_approximation` (an
@@ -187,7 +278,8 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
     -------
     OptimizedLogits
         ``ok`` (verified), ``Q``, ``K``, the report, and the work done. At ``d = L`` the first
-        start reproduces ``B`` exactly and succeeds.
+        start reproduces ``B`` to about 24 bits (starts are rounded to a grid of ``START_BITS`` bits,
+        so that the last bits of LAPACK's SVD do not decide the path) and succeeds.
 
     Raises
     ------
@@ -229,14 +321,13 @@ def optimize_logits(A, eps1, eps2, d, *, rng, restarts: int = 3, margin: float =
         else:
             Q0 = scale * rng.standard_normal((L, d))
             K0 = scale * rng.standard_normal((L, d))
-        theta0 = np.concatenate([Q0.ravel(), K0.ravel()])
-        res = minimize(loss_fn, theta0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "gtol": GTOL, "ftol": FTOL})
-        iterations.append(int(res.nit))
-        Q, K = res.x[:L * d].reshape(L, d), res.x[L * d:].reshape(L, d)
+        theta0 = _on_grid(np.concatenate([Q0.ravel(), K0.ravel()]))
+        x, fx, nit = _lbfgs(loss_fn, theta0, maxiter=maxiter)
+        iterations.append(nit)
+        Q, K = x[:L * d].reshape(L, d), x[L * d:].reshape(L, d)
         rep = check_approximation(Q @ K.T, A, eps1, eps2, logit_error=product_error_bound(Q, K),
                                   exact_logits=exact_product_rows(Q, K))
-        cand = (rep, Q, K, float(res.fun))
+        cand = (rep, Q, K, float(fx))
         if best is None or min(rep.margin6, rep.margin7) > min(best[0].margin6, best[0].margin7):
             best = cand
         if rep.ok:
