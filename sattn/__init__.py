@@ -18,9 +18,17 @@ name *stays in its module* when it is machinery rather than subject: the engine'
 and stages, the store, the cluster, the benchmark and the lab command, helpers that a flat function
 calls for itself, and the pre-registered acceptance experiment, whose code the registration froze
 and which the chapters reach as the module ``sattn.experiments.acceptance``. Each module lists its
-flat names in ``__flat__`` and all its public names in ``__all__`` (the flat ones first);
-``sattn.__all__`` is built from the ``__flat__`` lists below, so no name is written twice, and
-``tests/package/test_layout.py`` checks every public name of every module against the rule.
+flat names in ``__flat__`` and all its public names in ``__all__`` (the flat ones first); this
+file imports the flat names explicitly, module by module, and lists them in ``__all__``, so an IDE
+or a type checker sees every one; ``tests/package/test_layout.py`` checks that both equal the
+union of the modules' ``__flat__`` lists, and every public name of every module against the rule.
+
+**Imported when first used.** ``import sattn`` loads no module of the package but this one: the
+explicit imports below sit under ``if TYPE_CHECKING:`` (read by type checkers, not run), and the
+module's ``__getattr__`` imports a name's module on its first use, reading which module from those
+same lines. So ``import sattn`` is fast, and matplotlib's pyplot, IPython and ipywidgets load only
+when a plotting or widget function is used; ``sattn.<subpackage>`` (``sattn.experiments``, ...)
+is imported on first use the same way.
 
 **The naming rule for checks.** A function named ``check_*`` (or ``*_report``) *returns a report*:
 an instance of :class:`sattn.Result` whose ``ok`` says whether the property holds and whose
@@ -48,41 +56,189 @@ the flat ones in ``sattn.DEPRECATED``), and resolves on attribute access with a
 :class:`DeprecationWarning` naming the new function.
 """
 
-import importlib as _importlib
+from __future__ import annotations
 
+import ast as _ast
+import importlib as _importlib
+from pathlib import Path as _Path
+from typing import TYPE_CHECKING
+
+from . import _deprecation as _deprecation
+from ._lazy import submodule
 from ._version import __version__ as __version__
 
-#: The modules whose ``__flat__`` lists make the flat API, in the order of the layers.
-_ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
-    "errors", "results", "rounding", "linalg", "attention", "layers",
-    "patterns.sparse", "patterns.criteria", "patterns.construction", "patterns.optimize",
-    "patterns.supports",
-    "universality.boltzmann", "universality.contextual", "universality.hardmax",
-    "universality.rank_one", "universality.memorize", "universality.universal",
-    "presentation.plotting", "presentation.widgets", "presentation.lab",
-    "experiments.target", "experiments.engine", "experiments.setups", "experiments.store",
-    "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
-    "experiments.bench", "experiments.prediction.results", "experiments.prediction.row_model",
-    "experiments.prediction.row_types", "experiments.prediction.dmin",
-    "experiments.prediction.checks", "experiments.acceptance.design",
-    "experiments.acceptance.analysis",
-    "precision.formats", "precision.forward", "precision.thresholds", "frontier",
-))
+if TYPE_CHECKING:      # the flat API, module by module (imported on first use: see __getattr__)
+    from .errors import SizeTooLargeError
+    from .results import ClaimFailed, Result, check
+    from .rounding import (
+        Certified, gamma, product_error_bound, certify, first_of_largest, below_bound,
+        correctly_rounded, portable_exp, log_below
+    )
+    from .linalg import canonical_svd, ordered_matmul
+    from .attention import attention_logits, usam, sam, self_attention, causal_mask, row_softmax
+    from .layers import (
+        AttentionHead, FeedForward, column_softmax, hardmax, multihead_attention, feed_forward,
+        transformer_block
+    )
+    from .patterns.sparse import (
+        PatternError, PatternReport, band_pattern, block_pattern, check_gamma_variation_bounded,
+        check_k_nonzero_bounded, check_lower_triangular, check_right_stochastic,
+        pattern_parameters, permutation_pattern, validate_gamma_variation_bounded,
+        validate_k_nonzero_bounded, validate_lower_triangular, validate_right_stochastic,
+        sample_sparse, strided_pattern
+    )
+    from .patterns.criteria import (
+        ApproximationReport, check_approximation, check_approximation_explicit,
+        check_attention_matrix, check_rows, merge_reports
+    )
+    from .patterns.construction import (
+        Approximation, ConstructionFailed, Theorem1Constants, approximate, default_max_draws,
+        draw_input, factorize, fixed_weights, logit_target, sample_stiefel, theorem1_bound,
+        theorem1_constants, theorem1_crossover
+    )
+    from .patterns.optimize import (
+        OptimizedLogits, WidthSearch, moment_curve_logits, optimize_logits, smallest_width
+    )
+    from .patterns.supports import (
+        NestedSupports, enumerate_supports, nested_supports_example, regular_pattern,
+        support_count, width_bits_lower_bound
+    )
+    from .universality.boltzmann import boltzmann, boltzmann_mp, boltzmann_average
+    from .universality.contextual import (
+        vocabulary, SeparationReport, tokenwise_separation, validate_separated, ContextualReport,
+        contextual_mapping_report
+    )
+    from .universality.hardmax import (
+        hardmax_counterexample, HardmaxReport, check_hardmax_counterexample
+    )
+    from .universality.rank_one import (
+        ProjectionReport, projection_vector, Theorem2Constants, theorem2_constants,
+        adaptive_lambda, RankOneContextualMapping, rank_one_contextual_mapping
+    )
+    from .universality.memorize import (
+        validate_consistent_labels, interpolating_ffn, MemorizationReport, OneLayerTransformer,
+        memorize, memorize_with_positions
+    )
+    from .universality.universal import (
+        quantizer_ffn, TwoLayerModel, UniversalApproximationReport, two_layer_approximation
+    )
+    from .presentation.plotting import apply_style, heatmap, subplots, figure_to_png
+    from .presentation.widgets import (
+        PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer
+    )
+    from .experiments.target import draw_generator
+    from .experiments.engine import FastEngine, DrawOutcome, LevelResult
+    from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks
+    from .experiments.store import StoreError, StoreWarning
+    from .experiments.reference import reference_level
+    from .experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
+    from .experiments.laws import LAWS, LawFit, LawJudgement, fit_law, judge_laws
+    from .experiments.prediction.results import (
+        DrawPrediction, DminPrediction, ModelCheck, Comparison
+    )
+    from .experiments.prediction.row_types import (
+        RowTypes, regular_row_types, stream_regular_blocks, row_types_from_blocks
+    )
+    from .experiments.prediction.dmin import (
+        draw_success_probability, predict_dmin, predict_d50, sample_target, predict_setup
+    )
+    from .experiments.prediction.checks import (
+        compare_measured, check_error_model, check_offsupport_max, check_row_dependence,
+        check_success_probability, naive_dmin
+    )
+    from .precision.formats import (
+        FORMATS, MODES, FloatFormat, float_format, round_to, FormatArithmetic
+    )
+    from .precision.forward import (
+        FormatOverflow, attention_matrix_in, column_attention_in, feed_forward_in, model_in,
+        round_model
+    )
+    from .precision.thresholds import (
+        PrecisionReport, algorithm1_precision, algorithm1_bits_needed, hardmax_precision,
+        hardmax_bits_needed, contextual_precision, contextual_bits_needed, memorization_precision,
+        memorization_bits_needed, approximation_precision, smallest_bits, smallest_format
+    )
+    from .frontier import fixed_point_bits, float_format_bits, load_width_bits, round_fixed
 
-__all__ = [name for room in _ROOMS for name in room.__flat__]
-globals().update({name: getattr(room, name) for room in _ROOMS for name in room.__flat__})
+__all__ = [
+    'SizeTooLargeError', 'ClaimFailed', 'Result', 'check', 'Certified', 'gamma',
+    'product_error_bound', 'certify', 'first_of_largest', 'below_bound', 'correctly_rounded',
+    'portable_exp', 'log_below', 'canonical_svd', 'ordered_matmul', 'attention_logits', 'usam',
+    'sam', 'self_attention', 'causal_mask', 'row_softmax', 'AttentionHead', 'FeedForward',
+    'column_softmax', 'hardmax', 'multihead_attention', 'feed_forward', 'transformer_block',
+    'PatternError', 'PatternReport', 'band_pattern', 'block_pattern',
+    'check_gamma_variation_bounded', 'check_k_nonzero_bounded', 'check_lower_triangular',
+    'check_right_stochastic', 'pattern_parameters', 'permutation_pattern',
+    'validate_gamma_variation_bounded', 'validate_k_nonzero_bounded', 'validate_lower_triangular',
+    'validate_right_stochastic', 'sample_sparse', 'strided_pattern', 'ApproximationReport',
+    'check_approximation', 'check_approximation_explicit', 'check_attention_matrix', 'check_rows',
+    'merge_reports', 'Approximation', 'ConstructionFailed', 'Theorem1Constants', 'approximate',
+    'default_max_draws', 'draw_input', 'factorize', 'fixed_weights', 'logit_target',
+    'sample_stiefel', 'theorem1_bound', 'theorem1_constants', 'theorem1_crossover',
+    'OptimizedLogits', 'WidthSearch', 'moment_curve_logits', 'optimize_logits', 'smallest_width',
+    'NestedSupports', 'enumerate_supports', 'nested_supports_example', 'regular_pattern',
+    'support_count', 'width_bits_lower_bound', 'boltzmann', 'boltzmann_mp', 'boltzmann_average',
+    'vocabulary', 'SeparationReport', 'tokenwise_separation', 'validate_separated',
+    'ContextualReport', 'contextual_mapping_report', 'hardmax_counterexample', 'HardmaxReport',
+    'check_hardmax_counterexample', 'ProjectionReport', 'projection_vector', 'Theorem2Constants',
+    'theorem2_constants', 'adaptive_lambda', 'RankOneContextualMapping',
+    'rank_one_contextual_mapping', 'validate_consistent_labels', 'interpolating_ffn',
+    'MemorizationReport', 'OneLayerTransformer', 'memorize', 'memorize_with_positions',
+    'quantizer_ffn', 'TwoLayerModel', 'UniversalApproximationReport', 'two_layer_approximation',
+    'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'PrecomputedExplorer', 'LiveExplorer',
+    'precomputed_explorer', 'live_explorer', 'draw_generator', 'FastEngine', 'DrawOutcome',
+    'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'StoreError',
+    'StoreWarning', 'reference_level', 'fit_dmin_log', 'load_figure', 'reproduce', 'run_task',
+    'LAWS', 'LawFit', 'LawJudgement', 'fit_law', 'judge_laws', 'DrawPrediction', 'DminPrediction',
+    'ModelCheck', 'Comparison', 'RowTypes', 'regular_row_types', 'stream_regular_blocks',
+    'row_types_from_blocks', 'draw_success_probability', 'predict_dmin', 'predict_d50',
+    'sample_target', 'predict_setup', 'compare_measured', 'check_error_model',
+    'check_offsupport_max', 'check_row_dependence', 'check_success_probability', 'naive_dmin',
+    'FORMATS', 'MODES', 'FloatFormat', 'float_format', 'round_to', 'FormatArithmetic',
+    'FormatOverflow', 'attention_matrix_in', 'column_attention_in', 'feed_forward_in', 'model_in',
+    'round_model', 'PrecisionReport', 'algorithm1_precision', 'algorithm1_bits_needed',
+    'hardmax_precision', 'hardmax_bits_needed', 'contextual_precision', 'contextual_bits_needed',
+    'memorization_precision', 'memorization_bits_needed', 'approximation_precision',
+    'smallest_bits', 'smallest_format', 'fixed_point_bits', 'float_format_bits', 'load_width_bits',
+    'round_fixed'
+]
 
-from . import _deprecation as _deprecation  # noqa: E402
+
+def _flat_modules() -> dict[str, str]:
+    """``{flat name: its module}``, read from the ``if TYPE_CHECKING:`` imports of this file."""
+    tree = _ast.parse(_Path(__file__).read_text(encoding="utf-8"))
+    block, = [node for node in tree.body if isinstance(node, _ast.If)
+              and isinstance(node.test, _ast.Name) and node.test.id == "TYPE_CHECKING"]
+    return {alias.name: f"{__name__}.{node.module}" for node in block.body
+            for alias in node.names}
+
+
+#: Where each flat name is defined: ``{name: module}``, in the order of ``__all__``.
+_FLAT_MODULES = _flat_modules()
+#: The subpackages and top-level modules of the flat API, reachable as ``sattn.<name>``.
+_SUBMODULES = {module.split(".")[1] for module in _FLAT_MODULES.values()}
 
 #: The flat old names that still resolve, with a :class:`DeprecationWarning`, for one release:
 #: ``{old: new}``, both ``sattn.<name>`` (from ``sattn/_deprecation.py``'s ``RENAMED``).
 DEPRECATED = {old: new for names in _deprecation.RENAMED.values() for old, new in names.items()
-              if new in __all__}
+              if new in _FLAT_MODULES}
 
 
-def __getattr__(name):
-    """``sattn.<old>`` for a name in ``DEPRECATED``: the new function, with a warning."""
+def __getattr__(name: str):
+    """``sattn.<name>``, imported on first use: a flat name from its module, a subpackage, or an
+    old name in ``DEPRECATED`` (the new function, with a warning)."""
+    if name in _FLAT_MODULES:
+        value = getattr(_importlib.import_module(_FLAT_MODULES[name]), name)
+        globals()[name] = value              # later look-ups skip this function
+        return value
+    if name in _SUBMODULES:
+        return submodule(__name__, name)
     if name in DEPRECATED:
         room = next(m for m, names in _deprecation.RENAMED.items() if name in names)
+        _importlib.import_module(room)
         return _deprecation.resolve(room, name, shown=__name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__, *_SUBMODULES})

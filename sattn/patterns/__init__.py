@@ -12,3 +12,8 @@ Modules, in the order in which they may import each other:
 
 Chapters import every public name from :mod:`sattn` itself.
 """
+
+from .._lazy import submodule_getattr
+
+#: ``sattn.patterns.<module>`` after a plain ``import sattn``: imported on first use.
+__getattr__ = submodule_getattr(__name__)

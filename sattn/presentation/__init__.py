@@ -6,3 +6,8 @@
 
 Chapters import every public name from :mod:`sattn` itself.
 """
+
+from .._lazy import submodule_getattr
+
+#: ``sattn.presentation.<module>`` after a plain ``import sattn``: imported on first use.
+__getattr__ = submodule_getattr(__name__)

@@ -14,3 +14,8 @@ in the order in which they may import each other:
 
 Chapters import every public name from :mod:`sattn` itself.
 """
+
+from .._lazy import submodule_getattr
+
+#: ``sattn.universality.<module>`` after a plain ``import sattn``: imported on first use.
+__getattr__ = submodule_getattr(__name__)

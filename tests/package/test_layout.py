@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -32,7 +33,8 @@ PKG = REPO / "sattn"
 #: helpers).
 LAYERS = [
     {"sattn.errors": []},             # the package's own exception for sizes it will not compute
-    {"sattn._version": [], "sattn._validate": [], "sattn._deprecation": [], "sattn.results": []},
+    {"sattn._version": [], "sattn._validate": [], "sattn._deprecation": [], "sattn._lazy": [],
+     "sattn.results": []},
     {"sattn.rounding": []},           # rounding-error bounds and certified decisions
     {"sattn.linalg": []},             # canonical factorizations, products in a fixed order
     {"sattn.attention": [], "sattn.layers": []},
@@ -229,26 +231,60 @@ def _public_names():
                 yield m, name, obj
 
 
-def test_every_module_lists_its_flat_names_first_and_the_root_builds_all_from_them():
-    """``__flat__`` is a prefix of ``__all__``; ``sattn.__all__`` is their concatenation, once."""
-    rooms = {room.__name__ for room in sattn._ROOMS}
+def test_every_module_lists_its_flat_names_first_and_the_root_imports_them_explicitly():
+    """``__flat__`` is a prefix of ``__all__``; ``sattn/__init__.py`` imports every flat name
+    explicitly (``from .x import a, b`` under ``if TYPE_CHECKING:``, which type checkers read) and
+    lists it in a literal ``__all__``; both equal the union of the modules' ``__flat__`` lists."""
     for m, mod in PUBLIC_MODULES.items():
         assert hasattr(mod, "__flat__"), f"{m} has __all__ but no __flat__"
         assert list(mod.__all__[:len(mod.__flat__)]) == list(mod.__flat__), (
             f"{m}: __all__ must start with the __flat__ names (written once, as [*__flat__, ...])")
         assert len(set(mod.__all__)) == len(mod.__all__), f"{m}: a name twice in __all__"
-        assert m in rooms or not mod.__flat__, f"{m} has flat names but is not in sattn._ROOMS"
-    flat = [name for room in sattn._ROOMS for name in room.__flat__]
-    assert sattn.__all__ == flat and len(set(flat)) == len(flat), "a flat name is in two modules"
-    for room in sattn._ROOMS:
-        for name in room.__flat__:
-            assert getattr(sattn, name) is getattr(room, name), (room.__name__, name)
+    declared = {m: list(mod.__flat__) for m, mod in PUBLIC_MODULES.items() if mod.__flat__}
+    imported = {}
+    for name, m in sattn._FLAT_MODULES.items():
+        imported.setdefault(m, []).append(name)
+    assert imported == declared, "sattn/__init__.py must import each module's __flat__, in order"
     tree = ast.parse((PKG / "__init__.py").read_text())
-    words = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    words |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    words |= {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.alias) for a in [node]}
-    written = sorted(words & set(flat))
-    assert not written, f"sattn/__init__.py writes flat names again (build them from __flat__): {written}"
+    literal, = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__all__"]]
+    assert isinstance(literal, ast.List), "sattn.__all__ is a literal list (what type checkers read)"
+    assert [ast.literal_eval(e) for e in literal.elts] == sattn.__all__ == list(sattn._FLAT_MODULES)
+    assert len(set(sattn.__all__)) == len(sattn.__all__), "a flat name is in two modules"
+    for name, m in sattn._FLAT_MODULES.items():
+        assert getattr(sattn, name) is getattr(LOADED[m], name), (m, name)
+
+
+def test_the_flat_names_are_visible_to_a_type_checker():
+    """Every flat name is imported by name in sattn/__init__.py (no ``globals().update``)."""
+    tree = ast.parse((PKG / "__init__.py").read_text())
+    names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for a in node.names}
+    assert set(sattn.__all__) <= names
+    built = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and ast.unparse(n.func) in ("globals().update", "vars().update")]
+    assert not built, f"the flat API is built at run time, out of a type checker's sight: {built}"
+
+
+#: What ``import sattn`` may not load: the plotting and notebook stacks, and the heavy numerics
+#: (they load when a function that needs them is first used).
+HEAVY = ("matplotlib", "matplotlib.pyplot", "IPython", "ipywidgets", "scipy", "ml_dtypes",
+         "distributed", "dask", "joblib", "numpy")
+
+
+def test_import_sattn_is_light():
+    """In a fresh interpreter ``import sattn`` loads none of HEAVY and no module of the package
+    but its root and the three small private helpers; the first use of a name loads its module."""
+    code = ("import sys, json, sattn; before = sorted(sys.modules); sattn.heatmap; "
+            "print(json.dumps([before, sorted(sys.modules)]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO, timeout=120)
+    before, after = json.loads(res.stdout)
+    assert not set(HEAVY) & set(before), sorted(set(HEAVY) & set(before))
+    own = sorted(m for m in before if m == "sattn" or m.startswith("sattn."))
+    assert own == ["sattn", "sattn._deprecation", "sattn._lazy", "sattn._version"], own
+    assert {"matplotlib.pyplot", "sattn.presentation.plotting"} <= set(after)
+    assert not {"IPython", "ipywidgets"} & set(after), "plotting alone pulls in the widget stack"
 
 
 @pytest.mark.parametrize("package", ["sattn.precision", "sattn.experiments.prediction",
