@@ -31,8 +31,10 @@ and the peak memory of a fresh process. :func:`batching` compares batched and on
 alternating. Targets (booleans in ``targets``, never timed tests): at most 2 floors per draw just
 below d_min at ``L >= 8192``, peak memory under 2 GB at ``L = 32768``.
 
-Results: ``benchmarks/results.json`` (relative to the working directory; ``--out`` to change);
-keys ``comparisons``, ``memory``, ``large``, ``batching``, ``targets``.
+Results: printed; written as JSON to ``out`` only when it is given (``--out FILE``; the book reads
+``benchmarks/results.json``, so a run never overwrites it unless told to), with the keys
+``comparisons``, ``memory``, ``large``, ``batching``, ``targets``. ``out`` is checked (its folder
+writable) before the run.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -52,7 +53,7 @@ from ..patterns.sparse import sample_sparse
 from .engine import BATCH_DRAWS, BATCH_MAX_L, FastEngine
 from .reference import reference_draw
 from .setups import SETUPS
-from .store import versions
+from .store import check_writable_file, versions
 from .target import draw_generator
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
@@ -352,14 +353,29 @@ def peak_memory(L, d, n=3):
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def main(quick=False, out="benchmarks/results.json") -> int:
-    """Run the benchmark (``quick``: small sizes only) and write its results to ``out``.
+def main(quick=False, out=None) -> int:
+    """Run the benchmark (``quick``: small sizes only); write its results to ``out`` if given.
+
+    Parameters
+    ----------
+    quick : bool
+        Small sizes only (a smoke test).
+    out : str or os.PathLike, optional
+        The JSON results file; checked before the run (:func:`~.store.check_writable_file`).
+        None (the default) writes nothing.
 
     Returns
     -------
     int
         The exit status, 0.
+
+    Raises
+    ------
+    StoreError
+        If ``out`` cannot be written (before any benchmark runs).
     """
+    if out is not None:
+        out = check_writable_file(out)
     t0 = time.perf_counter()
     results = {"versions": versions(), "machine": platform.processor() or platform.machine(),
                "quick": bool(quick), "setup": SETUP, "comparisons": [], "memory": []}
@@ -410,9 +426,11 @@ def main(quick=False, out="benchmarks/results.json") -> int:
                                                    if c["L"] == 32768), None),
     }
     results["wall_s"] = time.perf_counter() - t0
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    print(f"targets: {results['targets']}; wrote {out}")
+    if out is None:
+        print(f"targets: {results['targets']}; results not saved (--out FILE to save them)")
+    else:
+        out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        print(f"targets: {results['targets']}; wrote {out}")
     return 0
 
 
@@ -421,4 +439,5 @@ if __name__ == "__main__":
         L_, d_, n_, setup_ = sys.argv[2:6]
         print(json.dumps(_memory_probe(int(L_), int(d_), int(n_), setup_)))
     else:
-        sys.exit(main(quick="--quick" in sys.argv))
+        sys.exit(main(quick="--quick" in sys.argv,
+                      out=sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None))

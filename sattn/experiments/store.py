@@ -19,6 +19,7 @@ import os
 import platform
 import socket
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -37,7 +38,8 @@ __flat__ = ["StoreError", "StoreWarning"]
 # The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
     *__flat__,
-    "OutputLock", "TaskStore", "exit_with_parent", "filesystem_error", "read_manifest",
+    "OutputLock", "TaskStore", "check_writable_file", "exit_with_parent", "filesystem_error",
+    "read_manifest",
     "write_manifest",
     "versions", "write_csv", "command_line",
 ]
@@ -87,6 +89,42 @@ def filesystem_error(exc: OSError, doing: str = "write to") -> StoreError:
             else "move the thing in the way, or choose another --out folder")
     return StoreError(f"cannot {doing} {path}: {reason}{f' ({code})' if code else ''}. "
                       f"The run stopped there; finished results are kept. To go on: {hint}.")
+
+
+def check_writable_file(path) -> Path:
+    """Check, before any work, that a result file can be written at ``path``.
+
+    Creates the missing parent folders and writes (then removes) a probe file beside ``path``, so
+    that a read-only or unwritable place fails now rather than after a long run.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to be written later.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    StoreError
+        ``path`` is a folder, or its folder cannot be created or written to (naming the path and
+        the reason).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"cannot write the results to {path}: it is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path.parent)
+        raise filesystem_error(exc) from exc
+    return path
 
 
 def _regular_file(path: Path, what: str) -> bool:

@@ -23,6 +23,7 @@ jupytext's contents manager and configuration: https://jupytext.readthedocs.io (
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -31,7 +32,7 @@ import sys
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
 __all__ = [*__flat__, "portable_text", "portable_notebook", "is_book_chapter", "pre_save_hook",
-           "lab_command", "main"]
+           "LAB_REQUIREMENTS", "missing_lab_requirements", "lab_command", "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -147,6 +148,16 @@ def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
 
 
 
+#: What ``python -m sattn lab`` imports, by module, with its distribution (the ``lab`` extra).
+LAB_REQUIREMENTS = {"jupyterlab": "jupyterlab", "jupytext": "jupytext", "yaml": "pyyaml"}
+
+
+def missing_lab_requirements() -> list[str]:
+    """The distributions of :data:`LAB_REQUIREMENTS` that are not installed (by name)."""
+    return [dist for module, dist in LAB_REQUIREMENTS.items()
+            if importlib.util.find_spec(module) is None]
+
+
 def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
                 host: str = "127.0.0.1") -> list[str]:
     """The ``jupyter lab`` command line that ``python -m sattn lab`` runs.
@@ -171,11 +182,20 @@ def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
     ------
     ValueError
         If ``folder`` is not a folder.
+    ModuleNotFoundError
+        If JupyterLab, jupytext or PyYAML is missing: the message names them and the ``lab``
+        extra that installs them (``pip install 'sattn[lab]'``).
 
     References
     ----------
     README, "JupyterLab".
     """
+    missing = missing_lab_requirements()
+    if missing:
+        raise ModuleNotFoundError(
+            f"python -m sattn lab needs {', '.join(LAB_REQUIREMENTS.values())}; missing: "
+            f"{', '.join(missing)}. Install the lab extra: pip install 'sattn[lab]' (from the "
+            "book's folder: pip install '.[lab]')")
     if not os.path.isdir(folder):
         raise ValueError(f"no folder {folder!r}: give the folder of the chapters (e.g. chapters)")
     exe = os.path.join(os.path.dirname(sys.executable), "jupyter")

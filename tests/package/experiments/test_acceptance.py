@@ -195,7 +195,7 @@ def test_bad_requests_are_refused(tmp_path):
 def test_cli_refuses_options_of_other_experiments(capsys):
     from sattn.__main__ import main
     assert main(["reproduce", "acceptance", "--budget", "3"]) == 2
-    assert "--budget applies" in capsys.readouterr().err
+    assert "reproduce acceptance does not use --budget" in capsys.readouterr().err
 
 
 def test_no_compute_publishes_the_finished_curves_only(tmp_path):

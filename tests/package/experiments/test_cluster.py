@@ -237,7 +237,7 @@ def test_an_address_without_a_scheduler_is_a_clear_error(monkeypatch, tmp_path):
     (["fig3", "--scheduler", "tcp://127.0.0.1:9", "--workers", "2"], "has its own workers"),
     (["fig3", "--scheduler", "local", "--workers", "0"], "workers must be a positive integer"),
     (["fig3", "--scheduler", "lcoal"], "neither 'local' nor an address"),
-    (["fig5", "--scheduler", "local"], "apply to fig3 and fig4 only"),
+    (["fig5", "--scheduler", "local"], "reproduce fig5 does not use --scheduler"),
 ])
 def test_cli_bad_cluster_options(argv, msg, capsys, tmp_path):
     assert cli_main(["reproduce", *argv, "--out", str(tmp_path)]) == 2
