@@ -73,7 +73,8 @@ def test_the_caps_leave_the_books_sizes_alone():
     assert sattn.sample_stiefel(65536, 300, rng).shape == (65536, 300)
     assert sattn.causal_mask(4096).shape == (4096, 4096)
     assert sattn.boltzmann_mp([1.0, 2.0], dps=500) > 1
-    sattn.check_hardmax_counterexample(rng, trials=3, d=3)
+    rep = sattn.check_hardmax_counterexample(rng, trials=3, d=3)
+    assert rep.trials == 3 and rep.ok, rep.message                # ran, all 3 trials, and holds
     assert sattn.quantizer_ffn(64).W1.shape[0] == 2 * 64
     T = sattn.make_tasks("decades", "paper", setups=["k1-g1-e3-0.9"], lengths=[32768])
     assert T and T[0].L == 32768

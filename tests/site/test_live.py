@@ -647,6 +647,19 @@ def _poll(condition, timeout: float, step: float = 0.05):
         time.sleep(step)
 
 
+def _figure_once(page, out, condition: str, timeout_ms: int, old: str | None = None) -> str:
+    """What the figure in ``out`` shows (:data:`FINGERPRINT_JS`) once the JavaScript expression
+    ``condition`` holds of it (``f``: the fingerprint, ``old``: the given one), or when
+    ``timeout_ms`` has passed (the caller's assertion then says what was missing). The browser
+    checks the condition every 100 ms and returns as soon as it holds: no pause stands in for it."""
+    try:
+        page.wait_for_function(f"([el, old]) => {{ const f = ({FINGERPRINT_JS})(el); return {condition}; }}",
+                               arg=[out.element_handle(), old], timeout=timeout_ms, polling=100)
+    except playwright.sync_api.TimeoutError:
+        pass
+    return out.evaluate(FINGERPRINT_JS)
+
+
 def test_an_expired_launch_key_is_refused(html_dir):
     """The same handler with a key lifetime of half a second: the key is refused after it."""
     with _handler_only(html_dir, key_ttl=0.5) as (base, session):
@@ -760,22 +773,17 @@ def test_live_figure_recomputes_in_a_kernel(html_dir, live_server, other_port):
         out = page.locator("div.cell.tag_live .book-live-output").first
         handle = out.locator(".noUi-handle").first
         handle.wait_for(timeout=30000)
-        # the kernel's first rendering arrives through the Output widget
-        t0 = time.time()
-        before = out.evaluate(FINGERPRINT_JS)
-        while "img:" not in before and time.time() - t0 < 30:
-            page.wait_for_timeout(200)
-            before = out.evaluate(FINGERPRINT_JS)
+        # the kernel's first rendering arrives through the Output widget: wait for its image
+        before = _figure_once(page, out, "f.includes('img:')", 30000)
         assert "img:" in before or "text:" in before, "the live figure shows nothing"
         handle.scroll_into_view_if_needed()
         handle.focus()
         at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
         page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-        after, t0 = before, time.time()
-        while (after == before or "img:" not in after and "text:" not in after) and time.time() - t0 < 60:
-            page.wait_for_timeout(200)
-            after = out.evaluate(FINGERPRINT_JS)
+        after = _figure_once(page, out, "f !== old && (f.includes('img:') || f.includes('text:'))",
+                             60000, old=before)
         assert after != before, "moving the slider did not recompute the figure in the kernel"
+        assert "img:" in after or "text:" in after, "the recomputed figure shows nothing"
         own = _kernels(book, token) - kernels_before
         assert len(own) == 1, own  # the page's kernel
         for path in ("cookies.html", "jupyter/api/kernels", "_static/x.js"):  # once more, after

@@ -6,12 +6,16 @@ PID) while tasks are running, then
 
 - every worker process it had started is gone within :data:`EXIT_WITHIN` seconds (each one
   watches its parent, :func:`sattn.experiments.store.exit_with_parent`);
-- no file under ``--out`` changes (name, size, mtime, SHA-256) for :data:`WATCH` seconds after
-  the kill (workers only compute; the process holding the lock writes the results);
+- no file under ``--out`` changes (name, size, mtime, SHA-256) between the kill and the moment
+  the last of those workers is gone (workers only compute; the process holding the lock writes
+  the results): once no process of the run is left, nothing can write any more;
 - the same command resumes the run and writes the same CSV as an uninterrupted run.
 
 The tasks (one setup at L = 512 ... 1024) take about 1.5 to 5 s each, so several are in flight
-when the parent dies: a worker that wrote its own result would be caught here.
+when the parent dies: a worker that wrote its own result would be caught here. No timing is
+assumed: the run is frozen (SIGSTOP) as soon as its first result appears, its processes are listed
+and frozen too while nothing can start a new one, the run's own process is killed and the output
+snapshotted, and only then do the workers continue, to find their parent gone.
 """
 
 from __future__ import annotations
@@ -37,8 +41,6 @@ RUN = dict(profile="quick", setups=SETUPS, lengths=LENGTHS)
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
 #: Seconds within which every worker of the killed run must have exited.
 EXIT_WITHIN = 10
-#: Seconds after the kill during which no file under --out may change.
-WATCH = 20
 
 
 def _cli(out: Path, *extra: str) -> list[str]:
@@ -56,6 +58,17 @@ def _snapshot(folder: Path) -> dict:
             snap[p.relative_to(folder).as_posix()] = (st.st_size, st.st_mtime_ns,
                                                       hashlib.sha256(p.read_bytes()).hexdigest())
     return snap
+
+
+def _descendants(pid: int, known=()) -> list[psutil.Process]:
+    """Every living descendant of ``pid``, and of each process in ``known``, by PID."""
+    found = {p.pid: p for p in known if p.is_running()}
+    for root in [psutil.Process(pid), *found.values()]:
+        try:
+            found.update((c.pid, c) for c in root.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+    return list(found.values())
 
 
 @pytest.fixture(scope="module")
@@ -80,21 +93,25 @@ def test_no_worker_writes_after_its_run_is_killed(how, reference, tmp_path):
         while time.time() < deadline and proc.poll() is None:
             if tdir.is_dir() and any(tdir.glob("*.json")):
                 break
-            time.sleep(0.05)
+            time.sleep(0.01)                       # polling the condition: the first result
+        os.kill(proc.pid, signal.SIGSTOP)          # frozen: it can start no process, write nothing
         assert proc.poll() is None, "the run ended before it could be killed"
         assert any(tdir.glob("*.json")), "no task finished within 180 s"
-        workers = psutil.Process(proc.pid).children(recursive=True)
+        workers = _descendants(proc.pid)
         assert workers, "the run started no worker process"
+        for p in workers:                          # frozen too, until the snapshot is taken
+            p.send_signal(signal.SIGSTOP)
+        workers = _descendants(proc.pid, workers)  # (none can have appeared: all are frozen)
         os.kill(proc.pid, signal.SIGKILL)          # the run's own process, by its PID
         proc.wait()
-        killed_at = time.time()
         before = _snapshot(out)
         finished = sorted(n for n in before if n.startswith("tasks/") and n.endswith(".json"))
         assert 1 <= len(finished) < len(LENGTHS), finished
+        for p in workers:
+            p.send_signal(signal.SIGCONT)
         _, alive = psutil.wait_procs(workers, timeout=EXIT_WITHIN)
         assert not alive, (f"{len(alive)} worker process(es) of the killed run still alive after "
                            f"{EXIT_WITHIN} s: {[p.pid for p in alive]}")
-        time.sleep(max(0.0, killed_at + WATCH - time.time()))
         assert _snapshot(out) == before, "a file under --out changed after the run was killed"
     finally:
         if proc.poll() is None:

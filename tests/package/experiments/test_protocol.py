@@ -92,7 +92,8 @@ def test_resume_after_sigkill_recomputes_no_finished_task(tmp_path):
     while time.time() < deadline and proc.poll() is None:
         if tdir.is_dir() and len(list(tdir.glob("*.json"))) >= 1:
             break
-        time.sleep(0.05)
+        time.sleep(0.01)                               # polling the condition: a first result
+    os.killpg(proc.pid, signal.SIGSTOP)                # frozen there: no later task can finish
     assert proc.poll() is None, "the run finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

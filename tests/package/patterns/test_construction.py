@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -196,17 +197,39 @@ def test_budget_exhausted_raises_clear_error():
     assert info.value.draws == 5 and isinstance(info.value, RuntimeError)
 
 
-def test_theorem1_bound_matches_spec_table():
-    table = {
-        (1, 1, 0.5, 0.1): (11024, 12065, 13716),
-        (2, 2, 1.0, 0.5): (4587, 5020, 5707),
-        (2, 2, 0.5, 0.1): (33997, 37208, 42299),
-        (4, 2, 1.0, 0.1): (27459, 30053, 34165),
-    }
-    for params, expected in table.items():
-        assert tuple(theorem1_bound(L, *params) for L in (512, 1024, 3072)) == expected
+def _bound_r5(L, k, gamma, eps1, eps2):
+    """Bound (con-eq-bound) of Theorem 1' (chapters/04_construction.md, :prf:ref:`con-thm-1prime`)
+    with the constants (con-eq-constants), written out again here in 60-digit arithmetic: an
+    independent evaluation of the statement, exact up to the ceiling."""
+    with mpmath.workdps(60):
+        eps1, eps2, gamma = mpmath.mpf(eps1), mpmath.mpf(eps2), mpmath.mpf(gamma)
+        delta = mpmath.log(1 + eps1) / 2
+        R = mpmath.log(gamma * (1 + eps1) / eps2)
+        eps = delta / (mpmath.sqrt(k) * R)
+        x = 4 * mpmath.log(3 * L) / (eps ** 2 / 2 - eps ** 3 / 3)
+        assert abs(x - mpmath.nint(x)) > mpmath.mpf(10) ** -9, "too close to an integer to judge"
+        return int(mpmath.ceil(x))
+
+
+@pytest.mark.parametrize("k,gamma,eps1,eps2", [(1, 1, 0.5, 0.1), (2, 2, 1.0, 0.5), (2, 2, 0.5, 0.1),
+                                               (4, 2, 1.0, 0.1), (3, 1.5, 0.25, 0.9)])
+def test_theorem1_bound_is_the_theorem_s_formula(k, gamma, eps1, eps2):
+    for L in (k, 512, 1024, 3072, 10**6):   # the theorem asks 1 <= k <= L
+        assert theorem1_bound(L, k, gamma, eps1, eps2) == _bound_r5(L, k, gamma, eps1, eps2)
+
+
+def test_theorem1_constants_in_closed_form():
+    # k = 2, gamma = 2, eps1 = 1, eps2 = 1/2: delta = ln(2)/2, Delta = ln 4, R = ln 8 = 3 ln 2, so
+    # eps = (ln(2)/2) / (sqrt(2) 3 ln 2) = 1 / (6 sqrt 2) exactly
     c = theorem1_constants(512, 2, 2, 1.0, 0.5)
-    assert c.eps == pytest.approx(0.117851, abs=1e-6) and c.R == pytest.approx(2.079442, abs=1e-6)
+    assert c.delta == pytest.approx(math.log(2) / 2, rel=1e-15)
+    assert c.Delta == pytest.approx(math.log(4), rel=1e-15)
+    assert c.R == pytest.approx(3 * math.log(2), rel=1e-15)
+    assert c.eps == pytest.approx(1 / (6 * math.sqrt(2)), rel=1e-14)
+    assert c.d == theorem1_bound(512, 2, 2, 1.0, 0.5) == _bound_r5(512, 2, 2, 1.0, 0.5)
+
+
+def test_default_max_draws():
     assert default_max_draws(100) == 100 and default_max_draws(100, 0.25) == 25 and default_max_draws(3, 0.1) == 1
 
 
