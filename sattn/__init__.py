@@ -129,7 +129,7 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
     from .experiments.target import draw_generator
     from .experiments.engine import FastEngine, DrawOutcome, LevelResult
     from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks
-    from .experiments.store import StoreError, StoreWarning
+    from .runs.store import StoreError, StoreWarning
     from .experiments.reference import reference_level
     from .experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
     from .experiments.laws import LAWS, LawFit, LawJudgement, fit_law, judge_laws

@@ -31,10 +31,10 @@ import sys
 from ._version import __version__
 from .errors import SizeTooLargeError
 from .experiments.acceptance import reproduce_acceptance
-from .experiments.bench import main as bench_main
+from .runs.bench import main as bench_main
 from .experiments.protocol import FIGURES, reproduce
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, get_profile
-from .experiments.store import StoreError, filesystem_error
+from .runs.store import StoreError, filesystem_error
 from .frontier import reproduce_width_bits
 from .presentation import lab
 

@@ -38,7 +38,7 @@ RENAMED = {
                                    "check_hardmax_d": "validate_hardmax_d"},
     "sattn.universality.rank_one": {"check_head_size": "validate_head_size"},
     "sattn.universality.memorize": {"check_consistent_labels": "validate_consistent_labels"},
-    "sattn.experiments.cluster": {"check_scheduler": "validate_scheduler"},
+    "sattn.runs.cluster": {"check_scheduler": "validate_scheduler"},
     "sattn.experiments.protocol": {"fit_log": "fit_dmin_log"},
 }
 

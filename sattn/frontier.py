@@ -39,7 +39,7 @@ import scipy.sparse as sps
 
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.engine import FastEngine
-from .experiments.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
+from .runs.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import Approximation, exact_product_rows, fixed_weights
 from .patterns.criteria import ApproximationReport, check_rows, merge_reports, validate_tolerances

@@ -6,15 +6,15 @@ Modules, in the order in which they may import each other:
   of one draw;
 * :mod:`~sattn.experiments.engine`: the fast engine, one draw in named stages;
 * :mod:`~sattn.experiments.setups`: setups, profiles and tasks (what to compute);
-* :mod:`~sattn.experiments.store`: the resumable store of task results and manifests, and the
-  lock of an output folder;
 * :mod:`~sattn.experiments.reference`: the literal Algorithm 1, which the fast engine is tested
   against;
-* :mod:`~sattn.experiments.cluster`: running tasks on a Dask cluster (``--scheduler``);
+
+then the machinery that runs them (:mod:`sattn.runs`: the store, the cluster, the benchmark),
+then the protocols that use it:
+
 * :mod:`~sattn.experiments.protocol`: the d_min protocol and :func:`~sattn.reproduce`;
 * :mod:`~sattn.experiments.laws`: competing growth laws of d_min, fitted on short and judged on
   long sequences (:ref:`ch-log-law`);
-* :mod:`~sattn.experiments.bench`: the benchmark of ``python -m sattn bench``;
 * :mod:`~sattn.experiments.prediction`: the book's predictive model of d_min (acceptance
   probability of a draw, the ladder search's law) and the numerical checks of its assumptions;
 * :mod:`~sattn.experiments.acceptance`: acceptance curves of Algorithm 1 and the pre-registered

@@ -10,9 +10,9 @@ This module orchestrates; it holds no numerics of its own. The setups, profiles 
 :mod:`sattn.experiments.setups`, the draws are decided by the fast engine
 (:class:`~sattn.experiments.engine.FastEngine`, tested against
 :mod:`sattn.experiments.reference`), finished tasks go to the resumable store
-(:mod:`sattn.experiments.store`). :func:`reproduce` holds the output folder's lock for the whole
+(:mod:`sattn.runs.store`). :func:`reproduce` holds the output folder's lock for the whole
 run, runs the missing tasks in parallel with joblib (``jobs``) or on a Dask cluster
-(``scheduler``, :mod:`sattn.experiments.cluster`), shows tqdm progress, and writes
+(``scheduler``, :mod:`sattn.runs.cluster`), shows tqdm progress, and writes
 ``<figure>.csv`` plus ``<figure>_manifest.json`` (parameters, grids, seeds, versions, wall time,
 checksums).
 
@@ -27,21 +27,20 @@ import contextlib
 import csv
 import math
 import os
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from ..errors import SizeTooLargeError
 from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
-from .cluster import validate_scheduler, connect, n_workers, run_on_cluster
+from ..runs.cluster import validate_scheduler, connect, n_workers, run_on_cluster
+from ..runs.host import machine, one_blas_thread
 from .engine import FastEngine
 from .setups import (
     FIGURES,
@@ -50,22 +49,21 @@ from .setups import (
     ExperimentError,
     Profile,
     Task,
-    _check_grid,
-    _check_lengths,
+    validate_grid,
+    validate_lengths,
     get_profile,
     grid_values,
     make_tasks,
 )
-from .store import (
+from ..runs.store import (
     command_line,
     OutputLock,
     StoreError,
     TaskStore,
-    _check_existing_manifest,
-    _check_fig5_outputs,
-    _regular_file,
-    _sha256_bytes,
-    _sha256_file,
+    previous_manifest,
+    is_regular_file,
+    sha256_bytes,
+    sha256_file,
     versions,
     write_csv,
     exit_with_parent,
@@ -125,7 +123,7 @@ def run_task(task: Task) -> dict:
     if not isinstance(task, Task):
         raise TypeError(f"task must be a Task (from make_tasks), got {type(task).__name__}")
     t0 = time.perf_counter()
-    with _one_blas_thread():
+    with one_blas_thread():
         s = task.setup
         A = task.sample_target()
         eng = FastEngine(A, s.eps1, s.eps2)
@@ -151,18 +149,10 @@ def run_task(task: Task) -> dict:
     }
 
 
-@contextlib.contextmanager
-def _one_blas_thread():
-    """Limit BLAS to one thread (tasks are the unit of parallelism; oversubscribed OpenBLAS
-    threads spin and slow small GEMMs down by an order of magnitude)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def _run_in_worker(task: Task, parent: int) -> tuple[Task, dict]:
     """Run on a joblib worker: compute and return; the parent (the lock holder) writes the store.
 
-    The worker also exits as soon as ``parent`` dies (:func:`~sattn.experiments.store.exit_with_parent`),
+    The worker also exits as soon as ``parent`` dies (:func:`~sattn.runs.store.exit_with_parent`),
     so a killed run leaves no process computing for nobody.
     """
     exit_with_parent(parent)
@@ -331,7 +321,7 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
     """The body of :func:`reproduce` for Figures 3 and 4, under the output folder's lock: run the
     tasks (:func:`_run_tasks`), then write the CSV and the manifest (:func:`_write_outputs`)."""
     store = TaskStore(out / "tasks" / figure)
-    previous, missing = _check_existing_manifest(out, figure, store)
+    previous, missing = previous_manifest(out, figure, store)
     store.clean_temporaries(lock)
     run = _run_tasks(figure, prof, tasks, store, lock, jobs=jobs, progress=progress,
                      scheduler=scheduler, workers=workers)
@@ -452,7 +442,7 @@ def _write_outputs(figure, prof, tasks, out, store, run, previous, missing, *, j
                              + "; setup_key = first 4 bytes of "
                                "sha256('k=..;gamma=..;eps1=..;eps2=..')"),
                   "setup_keys": {t.setup.name: t.setup.key() for t in tasks}},
-        "machine": _machine(),
+        "machine": machine(),
         "versions": versions(),
         "jobs": jobs if scheduler is None else None,
         "scheduler": scheduler,
@@ -467,29 +457,46 @@ def _write_outputs(figure, prof, tasks, out, store, run, previous, missing, *, j
         "recovered": sorted(os.path.splitext(n)[0] for n in missing),
         "command": command_line(),
         "checksums": {
-            "csv": _sha256_bytes(csv_bytes),
-            "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
+            "csv": sha256_bytes(csv_bytes),
+            "tasks": {store.path(t).name: sha256_file(store.path(t)) for t in tasks},
         },
     }
     return write_manifest(out / f"{figure}_manifest.json", manifest)
 
 
-def _machine() -> dict:
-    """Where a run ran: platform, processor and core count (for the manifest)."""
-    return {"platform": platform.platform(), "processor": platform.processor() or
-            platform.machine(), "cpus": os.cpu_count()}
-
-
 # ----------------------------------------------------------------------------- Figure 5
+def _check_fig5_outputs(out: Path):
+    """Refuse to overwrite Figure 5 outputs whose manifest is corrupted or whose files do not
+    match it (the same policy as for Figures 3 and 4); absent outputs are fine."""
+    mpath = out / "fig5_manifest.json"
+    if not is_regular_file(mpath, "the manifest"):
+        return
+    remedy = "delete it (or restore it from git) to recompute Figure 5."
+    man = read_manifest(mpath, remedy=remedy)
+    try:
+        sums = man["checksums"]
+        if not all(isinstance(sums[k], str) for k in ("csv", "npz")):
+            raise TypeError("checksums of csv and npz must be SHA-256 strings")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; {remedy}") \
+            from exc
+    for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
+        p = out / name
+        if is_regular_file(p, "the Figure 5 output") and sha256_file(p) != sums[key]:
+            raise StoreError(f"{p} does not match the checksum in {mpath} (edited or corrupted). "
+                             "Nothing was overwritten; restore it, or delete it and the manifest "
+                             "to recompute Figure 5.")
+
+
 def _reproduce_fig5(prof: Profile, out: Path) -> dict:
     """Attention maps of a target ``A`` and the constructed ``M`` (Algorithm 1, SVD route)."""
     cfg = prof.fig5
     s = SETUPS[cfg["setup"]]
-    L = _check_lengths([cfg["L"]])[0]
-    grid = _check_grid(s.name, cfg["d_grid"], (L,))
+    L = validate_lengths([cfg["L"]])[0]
+    grid = validate_grid(s.name, cfg["d_grid"], (L,))
     _check_fig5_outputs(out)
     t0 = time.perf_counter()
-    with _one_blas_thread():
+    with one_blas_thread():
         key = (s.key(), L, 5)
         A = sample_sparse(L, s.k, s.gamma, draw_generator(ROOT_SEED, key + (0,)))
         approx, tried = None, []
@@ -527,7 +534,7 @@ def _reproduce_fig5(prof: Profile, out: Path) -> dict:
                   "draw_key": "(setup_key, L, 5, d)"},
         "versions": versions(), "wall_seconds_this_run": round(time.perf_counter() - t0, 3),
         "command": command_line(),
-        "checksums": {"csv": _sha256_bytes(csv_bytes), "npz": _sha256_file(npz)},
+        "checksums": {"csv": sha256_bytes(csv_bytes), "npz": sha256_file(npz)},
     }
     return write_manifest(out / "fig5_manifest.json", manifest)
 
@@ -553,7 +560,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
         raise ExperimentError(f"unknown figure {figure!r}; valid: {', '.join(FIGURES)}")
     cpath, mpath = data_dir / f"{figure}.csv", data_dir / f"{figure}_manifest.json"
     for p in (cpath, mpath):
-        if not _regular_file(p, "the data file"):
+        if not is_regular_file(p, "the data file"):
             raise StoreError(f"{p} is missing; run `python -m sattn reproduce {figure}` first")
     man = read_manifest(mpath, remedy=f"restore it (e.g. from git) or run `python -m sattn "
                                       f"reproduce {figure}` to rebuild it.")
@@ -562,7 +569,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
                                            for k in (("csv", "npz") if figure == "fig5" else ("csv",)))):
         raise StoreError(f"corrupted manifest {mpath}: its checksums are missing or not SHA-256 "
                          "strings; restore it (e.g. from git)")
-    if verify and _sha256_file(cpath) != sums["csv"]:
+    if verify and sha256_file(cpath) != sums["csv"]:
         raise StoreError(f"{cpath} does not match its manifest checksum")
     with open(cpath, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -581,7 +588,7 @@ def load_figure(figure, data_dir="data", *, verify=True):
                 r[c] = int(r[c]) if r[c] != "" else None
     if figure == "fig5":
         npz = data_dir / "fig5_maps.npz"
-        if verify and _sha256_file(npz) != sums["npz"]:
+        if verify and sha256_file(npz) != sums["npz"]:
             raise StoreError(f"{npz} does not match its manifest checksum")
         with np.load(npz) as z:
             return {"A": z["A"], "M": z["M"], **rows[0], "manifest": man}

@@ -40,6 +40,9 @@ __all__ = [
     "get_profile",
     "grid_values",
     "ladder_values",
+    "parse_setups",
+    "validate_grid",
+    "validate_lengths",
 ]
 
 FIGURES = ("fig3", "fig4", "fig5", "decades")
@@ -328,7 +331,9 @@ class Task:
         return p
 
 
-def _parse_setups(setups) -> list[Setup]:
+def parse_setups(setups) -> list[Setup]:
+    """The :class:`Setup` objects named by ``setups`` (names, or one string of names separated by
+    commas or spaces; None: all twelve); ExperimentError for an unknown or missing name."""
     if setups is None:
         return list(SETUPS.values())
     if isinstance(setups, str):
@@ -351,7 +356,9 @@ def _parse_setups(setups) -> list[Setup]:
     return [SETUPS[n] for n in names]
 
 
-def _check_lengths(lengths) -> tuple:
+def validate_lengths(lengths) -> tuple:
+    """``lengths`` as a tuple of integers, strictly increasing, each in ``L_RANGE``;
+    ExperimentError otherwise."""
     try:
         lengths = list(lengths)
     except TypeError as exc:
@@ -370,7 +377,9 @@ def _check_lengths(lengths) -> tuple:
     return tuple(lengths)
 
 
-def _check_grid(name, grid, lengths):
+def validate_grid(name, grid, lengths):
+    """The width grid ``(start, stop, step)`` of setup ``name``, checked: ascending, ``start >= 1``,
+    ``step > 0`` and ``start <= min(lengths)``; ExperimentError otherwise."""
     try:
         start, stop, step = (int(x) for x in grid)
     except (TypeError, ValueError) as exc:
@@ -425,16 +434,16 @@ def make_tasks(figure, profile="quick", *, setups=None, lengths=None, budget=Non
     if figure == "decades":
         return _decades_tasks(prof, setups, lengths, budget)
     if figure == "fig3":
-        chosen = _parse_setups(setups)
-        Ls = _check_lengths(prof.lengths if lengths is None else lengths)
+        chosen = parse_setups(setups)
+        Ls = validate_lengths(prof.lengths if lengths is None else lengths)
         Qs = (prof.Q,)
     else:
-        chosen = _parse_setups(prof.fig4_setups if setups is None else setups)
-        Ls = _check_lengths(prof.fig4_lengths if lengths is None else lengths)
+        chosen = parse_setups(prof.fig4_setups if setups is None else setups)
+        Ls = validate_lengths(prof.fig4_lengths if lengths is None else lengths)
         Qs = prof.fig4_Q
     tasks = []
     for s in chosen:
-        grid = _check_grid(s.name, prof.grid(s.name), Ls)
+        grid = validate_grid(s.name, prof.grid(s.name), Ls)
         for Q in Qs:
             for L in Ls:
                 tasks.append(Task(figure, s, L, float(Q), grid))
@@ -446,15 +455,15 @@ def _decades_tasks(prof: Profile, setups, lengths, budget) -> list[Task]:
     if cfg is None:
         raise ExperimentError(f"profile {prof.name!r} has no decades experiment; use one of "
                               + ", ".join(n for n, p in PROFILES.items() if p.decades))
-    chosen = _parse_setups(cfg["setups"] if setups is None else setups)
-    Ls = _check_lengths(cfg["lengths"] if lengths is None else lengths)
+    chosen = parse_setups(cfg["setups"] if setups is None else setups)
+    Ls = validate_lengths(cfg["lengths"] if lengths is None else lengths)
     budget = _check_budget(cfg["budget"] if budget is None else budget)
     tasks = []
     for s in chosen:
         for L in Ls:
             start = cfg["small_start"] if L < cfg["small_below"] else cfg["starts"][s.name]
             # widths above 1500 are never needed here and would exceed float32 screening
-            grid = _check_grid(s.name, (start, min(L, 1500), 1), (L,))
+            grid = validate_grid(s.name, (start, min(L, 1500), 1), (L,))
             for t in range(cfg["targets"]):
                 tasks.append(Task("decades", s, L, 0.0, grid, target=t, budget=budget,
                                   ladder=cfg["ladder"], coarse=cfg["coarse"]))

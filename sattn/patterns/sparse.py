@@ -47,7 +47,7 @@ from ..results import Result
 
 #: The largest L for which numpy can address a dense L x L float64 array.
 
-__flat__ = __all__ = [
+__flat__ = [
     "PatternError",
     "PatternReport",
     "band_pattern",
@@ -65,6 +65,8 @@ __flat__ = __all__ = [
     "sample_sparse",
     "strided_pattern",
 ]
+# Module-only: the last step of every pattern builder (also :mod:`.supports`'s).
+__all__ = [*__flat__, "pattern_from_entries"]
 
 
 class PatternError(ValueError):
@@ -493,7 +495,10 @@ def _check_nnz(name, value, L, per_row):
     return value
 
 
-def _finish(L, rows, cols, vals, normalize, as_csr):
+def pattern_from_entries(L, rows, cols, vals, normalize, as_csr):
+    """The ``L x L`` pattern with entries ``vals`` at ``(rows, cols)``, rows normalized to sum 1 if
+    ``normalize``, as a CSR array if ``as_csr`` (else dense): the last step of every pattern
+    builder."""
     for nm, flag in (("normalize", normalize), ("as_csr", as_csr)):
         check_bool(nm, flag)
     rows = np.asarray(rows, dtype=np.int64)
@@ -624,7 +629,7 @@ def sample_sparse(L, k, gamma, rng, *, normalize: bool = True, as_csr: bool = Fa
     rows = np.concatenate(rows_out)
     cols = np.concatenate(cols_out)
     vals = np.where(rng.random(rows.size) < 0.5, 1.0, gamma)
-    return _finish(L, rows, cols, vals, normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, vals, normalize, as_csr)
 
 
 # --------------------------------------------------------------------------- structured patterns
@@ -676,7 +681,7 @@ def band_pattern(L, width, *, gamma: float = 1.0, causal: bool = False, rng=None
     cols = rows + np.tile(offsets, L)
     keep = (cols >= 0) & (cols < L)
     rows, cols = rows[keep], cols[keep]
-    return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
 @_shared_sections
@@ -726,7 +731,7 @@ def strided_pattern(L, stride, count, *, gamma: float = 1.0, causal: bool = Fals
         rows, cols = rows[keep], cols[keep]
     else:
         cols = cols % L
-    return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
 @_shared_sections
@@ -763,7 +768,7 @@ def block_pattern(L, block, *, gamma: float = 1.0, causal: bool = False, rng=Non
     if causal:
         keep &= cols <= rows
     rows, cols = rows[keep], cols[keep]
-    return _finish(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, _values(rows, cols, gamma, rng), normalize, as_csr)
 
 
 @_shared_sections
@@ -799,7 +804,7 @@ def permutation_pattern(L, rng, *, normalize: bool = True, as_csr: bool = False)
     rng = check_rng("rng", rng)
     rows = np.arange(L)
     cols = rng.permutation(L)
-    return _finish(L, rows, cols, np.ones(L), normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, np.ones(L), normalize, as_csr)
 
 
 # The old names of this module's renamed functions warn and resolve for one release

@@ -39,7 +39,7 @@ from ..errors import SizeTooLargeError
 from ..results import Result
 from ..rounding import log_below
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
-from .sparse import _finish
+from .sparse import pattern_from_entries
 
 __flat__ = __all__ = [
     "NestedSupports", "enumerate_supports", "nested_supports_example", "regular_pattern",
@@ -304,10 +304,10 @@ def regular_pattern(L, k, rng, *, normalize: bool = True, as_csr: bool = False,
             raise SizeTooLargeError(f"structure='random' draws L * k = {L * k} entries one "
                                     f"collision at a time: at most {2 ** 24}")
         cols = _disjoint_permutations(L, k, rng).T.ravel()
-        return _finish(L, rows, cols, np.ones(rows.size), normalize, as_csr)
+        return pattern_from_entries(L, rows, cols, np.ones(rows.size), normalize, as_csr)
     sigma = rng.permutation(L)
     cols = sigma[(rows + np.tile(np.arange(k), L)) % L]
-    return _finish(L, rows, cols, np.ones(rows.size), normalize, as_csr)
+    return pattern_from_entries(L, rows, cols, np.ones(rows.size), normalize, as_csr)
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,12 @@ from ..universality.rank_one import RankOneContextualMapping
 from ..universality.universal import TwoLayerModel
 from .formats import FormatArithmetic, float_format, round_to
 
-__flat__ = __all__ = [
+__flat__ = [
     "FormatOverflow", "attention_matrix_in", "column_attention_in", "feed_forward_in", "model_in",
     "round_model",
 ]
+# Module-only: what the thresholds (:mod:`.thresholds`) build on.
+__all__ = [*__flat__, "model_in_unchecked", "model_width", "round_head", "validate_model"]
 
 
 def _as_columns(name, value, d=None):
@@ -43,7 +45,8 @@ def _as_columns(name, value, d=None):
     return a
 
 
-def _model_width(model) -> int:
+def model_width(model) -> int:
+    """The width of a model's first layer (the columns of ``W_Q``, or of the first FFN's ``W1``)."""
     if isinstance(model, RankOneContextualMapping):
         return np.shape(model.head.W_Q)[1]
     if isinstance(model, OneLayerTransformer):
@@ -51,7 +54,8 @@ def _model_width(model) -> int:
     return np.shape(model.ffn1.W1)[1]
 
 
-def _check_model(model, types=(RankOneContextualMapping, OneLayerTransformer, TwoLayerModel)):
+def validate_model(model, types=(RankOneContextualMapping, OneLayerTransformer, TwoLayerModel)):
+    """``model``, if it is an instance of one of ``types`` (TypeError naming them otherwise)."""
     if not isinstance(model, types):
         names = " or ".join(t.__name__ for t in types)
         raise TypeError(f"model must be a {names}, got {type(model).__name__}")
@@ -200,16 +204,16 @@ def model_in(model, X, fmt) -> np.ndarray:
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
-    _check_model(model)
+    validate_model(model)
     float_format(fmt)
-    X = _as_columns("X", X, _model_width(model))
+    X = _as_columns("X", X, model_width(model))
     if isinstance(model, OneLayerTransformer) and model.E is not None and X.shape[-1] != np.shape(model.E)[1]:
         raise ValueError(f"X must have n = {np.shape(model.E)[1]} columns (the positional encoding's), "
                          f"got shape {X.shape}")
-    return _model_in(model, X, fmt)
+    return model_in_unchecked(model, X, fmt)
 
 
-def _model_in(model, X, fmt):
+def model_in_unchecked(model, X, fmt):
     """:func:`model_in` on checked arguments; ``X`` may hold infinities (inputs rounded in mode (a))."""
     ar = FormatArithmetic(fmt)
     if isinstance(model, RankOneContextualMapping):
@@ -239,7 +243,8 @@ def _rounded(layer, names, fmt):
     return out
 
 
-def _round_head(h: AttentionHead, fmt) -> AttentionHead:
+def round_head(h: AttentionHead, fmt) -> AttentionHead:
+    """The attention head ``h`` with its four weight matrices rounded to the format ``fmt``."""
     return AttentionHead(*_rounded(h, ("W_Q", "W_K", "W_V", "W_O"), fmt))
 
 
@@ -264,13 +269,13 @@ def round_model(model, fmt):
     ----------
     Chapter :ref:`ch-finite-precision`.
     """
-    _check_model(model)
+    validate_model(model)
     fmt = float_format(fmt)
     if isinstance(model, RankOneContextualMapping):
-        return dataclasses.replace(model, head=_round_head(model.head, fmt))
+        return dataclasses.replace(model, head=round_head(model.head, fmt))
     if isinstance(model, OneLayerTransformer):
-        att = dataclasses.replace(model.attention, head=_round_head(model.attention.head, fmt))
+        att = dataclasses.replace(model.attention, head=round_head(model.attention.head, fmt))
         E = None if model.E is None else round_to(model.E, fmt)
         return OneLayerTransformer(attention=att, ffn=_round_ffn(model.ffn, fmt), E=E)
-    return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=_round_head(model.head, fmt),
+    return TwoLayerModel(ffn1=_round_ffn(model.ffn1, fmt), head=round_head(model.head, fmt),
                          ffn2=_round_ffn(model.ffn2, fmt), K=model.K)

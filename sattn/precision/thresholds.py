@@ -31,10 +31,10 @@ from ..universality.universal import TwoLayerModel
 from .formats import FORMATS, MODES, float_format, round_to
 from .forward import (
     FormatOverflow,
-    _check_model,
-    _model_in,
-    _model_width,
-    _round_head,
+    validate_model,
+    model_in_unchecked,
+    model_width,
+    round_head,
     attention_matrix_in,
     column_attention_in,
     round_model,
@@ -57,19 +57,19 @@ def _check_mode(mode):
 def _sequences(name, Xs, model):
     """``Xs`` checked for ``model``: (d, n) sequences of the model's width (and its encoding's n)."""
     E = getattr(model, "E", None)
-    return as_sequences(name, Xs, d=_model_width(model), n=None if E is None else np.shape(E)[1])
+    return as_sequences(name, Xs, d=model_width(model), n=None if E is None else np.shape(E)[1])
 
 
 def _outputs(model, Xs, fmt, mode):
     """The model's outputs on checked sequences ``Xs``, in the format and mode."""
     Z = np.stack([np.asarray(X, dtype=np.float64) for X in Xs])
     if mode == "forward":
-        return list(_model_in(model, Z, fmt))
+        return list(model_in_unchecked(model, Z, fmt))
     try:
         rounded = round_model(model, fmt)
     except FormatOverflow:  # the weights do not fit the format: every output is lost
         return [np.full(np.shape(X), np.inf) for X in Z]
-    return list(_model_in(rounded, round_to(Z, fmt), "float64"))
+    return list(model_in_unchecked(rounded, round_to(Z, fmt), "float64"))
 
 
 def _min_separation(Xs, outs) -> float:
@@ -268,7 +268,7 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
         if mode == "weights":
             # rounded weights, then float64 arithmetic in a fixed order (the equality test below
             # compares outputs bit for bit, so their arithmetic must be defined)
-            heads = [_round_head(h, f) for h in heads]
+            heads = [round_head(h, f) for h in heads]
             Y1, Y2 = column_attention_in(round_to(np.stack([X1, X2]), f), heads, "float64",
                                          kind="hardmax")
         else:
@@ -278,7 +278,7 @@ def hardmax_precision(rng, fmt, *, trials: int = 200, d: int = 2, max_heads: int
     e[0, 0] = 1.0
     head = AttentionHead(W_Q=0.3 * e, W_K=e, W_V=e, W_O=e.T)
     if mode == "weights":
-        h = _round_head(head, f)
+        h = round_head(head, f)
         S1, S2 = (column_attention_in(round_to(X, f), [h], "float64") for X in (X1, X2))
     else:
         S1, S2 = (column_attention_in(X, [head], f) for X in (X1, X2))
@@ -391,7 +391,7 @@ def memorization_precision(model: OneLayerTransformer, Xs, Ys, fmt, *, mode: str
     """
     _check_mode(mode)
     f = float_format(fmt)
-    _check_model(model, (OneLayerTransformer,))
+    validate_model(model, (OneLayerTransformer,))
     Xs = _sequences("Xs", Xs, model)
     Ys = as_sequences("Ys", Ys, d=Xs[0].shape[0], n=Xs[0].shape[1])
     if len(Ys) != len(Xs):
@@ -426,7 +426,7 @@ def memorization_bits_needed(model, Xs, *, tol: float = 0.5) -> float:
     ----------
     Theorem 3 of Kajitsuka & Sato (2024) (book's version); Chapter :ref:`ch-finite-precision`.
     """
-    _check_model(model, (OneLayerTransformer, TwoLayerModel))
+    validate_model(model, (OneLayerTransformer, TwoLayerModel))
     Xs = _sequences("Xs", Xs, model)
     tol = check_real("tol", tol, low=0.0, low_open=True)
     if isinstance(model, OneLayerTransformer):
@@ -466,10 +466,10 @@ def approximation_precision(model: TwoLayerModel, f, U, fmt, *, mode: str = "for
     """
     _check_mode(mode)
     fm = float_format(fmt)
-    _check_model(model, (TwoLayerModel,))
+    validate_model(model, (TwoLayerModel,))
     check_callable("f", f)
     U = as_float_array("U", U, ndim=3)
-    d = _model_width(model)
+    d = model_width(model)
     if U.shape[0] == 0 or U.shape[1] != d or U.shape[2] == 0:
         raise ValueError(f"U must be a non-empty batch of points of shape (B, {d}, n) (d = the model's width), "
                          f"got shape {U.shape}")

@@ -26,7 +26,7 @@ __flat__ = [
     "ContextualReport",
     "contextual_mapping_report",
 ]
-__all__ = [*__flat__, "as_sequences"]
+__all__ = [*__flat__, "as_sequences", "log10_or_minus_inf", "pairs_to_separate", "token_key"]
 
 
 def as_sequences(name: str, Xs, *, d: int | None = None, n: int | None = None) -> list[np.ndarray]:
@@ -70,7 +70,8 @@ def as_sequences(name: str, Xs, *, d: int | None = None, n: int | None = None) -
     return out
 
 
-def _key(x) -> tuple:
+def token_key(x) -> tuple:
+    """A token (a column vector) as a hashable tuple of floats."""
     return tuple(float(v) for v in x)
 
 
@@ -82,7 +83,7 @@ def vocabulary(X) -> frozenset:
     Section 3.1 of Kajitsuka & Sato (2024); :ref:`ch-contextual-mappings`.
     """
     X = as_float_array("X", X, ndim=2)
-    return frozenset(_key(X[:, k]) for k in range(X.shape[1]))
+    return frozenset(token_key(X[:, k]) for k in range(X.shape[1]))
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def tokenwise_separation(Xs) -> SeparationReport:
     first_at: dict[tuple, tuple] = {}
     for i, X in enumerate(Xs):
         for k in range(X.shape[1]):
-            first_at.setdefault(_key(X[:, k]), (i, k))
+            first_at.setdefault(token_key(X[:, k]), (i, k))
     toks = np.array(list(first_at))
     where = list(first_at.values())
     eps, pair = math.inf, None
@@ -166,7 +167,7 @@ def tokenwise_separation(Xs) -> SeparationReport:
     for i, X in enumerate(Xs):
         seen: dict[tuple, int] = {}
         for k in range(X.shape[1]):
-            t = _key(X[:, k])
+            t = token_key(X[:, k])
             if t in seen:
                 dups.append((i, seen[t], k))
             else:
@@ -309,10 +310,10 @@ class ContextualReport(Result):
         return bool(ok)
 
 
-def _pairs_to_separate(Xs):
+def pairs_to_separate(Xs):
     """Yield ((i,k),(j,l), same_token) for all pairs that a contextual mapping must separate."""
     vocab = [vocabulary(X) for X in Xs]
-    cols = [(i, k, _key(X[:, k])) for i, X in enumerate(Xs) for k in range(X.shape[1])]
+    cols = [(i, k, token_key(X[:, k])) for i, X in enumerate(Xs) for k in range(X.shape[1])]
     for (a, b) in itertools.combinations(range(len(cols)), 2):
         i, k, t = cols[a]
         j, l, u = cols[b]
@@ -322,7 +323,8 @@ def _pairs_to_separate(Xs):
             yield (i, k), (j, l), True
 
 
-def _log10(x: float) -> float:
+def log10_or_minus_inf(x: float) -> float:
+    """``log10(x)``, or ``-inf`` for ``x <= 0``."""
     return math.log10(x) if x > 0 else -math.inf
 
 
@@ -357,7 +359,7 @@ def contextual_mapping_report(Xs, outputs, *, r: float | None = None,
     max_norm = max(float(np.linalg.norm(Y, axis=0).max()) for Y in Ys)
     best = {True: (math.inf, None), False: (math.inf, None)}
     n_pairs = 0
-    for p, q, same in _pairs_to_separate(Xs):
+    for p, q, same in pairs_to_separate(Xs):
         n_pairs += 1
         dist = float(np.linalg.norm(Ys[p[0]][:, p[1]] - Ys[q[0]][:, q[1]]))
         if dist < best[same][0]:
@@ -366,7 +368,7 @@ def contextual_mapping_report(Xs, outputs, *, r: float | None = None,
     return ContextualReport(
         max_norm=max_norm, min_distance=overall[0], worst_pair=overall[1],
         min_distance_same_token=best[True][0], min_distance_different_tokens=best[False][0],
-        log10_min_distance_same_token=_log10(best[True][0]), n_pairs=n_pairs,
+        log10_min_distance_same_token=log10_or_minus_inf(best[True][0]), n_pairs=n_pairs,
         r=None if r is None else float(r), delta=None if delta is None else float(delta),
     )
 

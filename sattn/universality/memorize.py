@@ -26,7 +26,7 @@ import numpy as np
 from .._validate import as_float_array, check_rng
 from ..layers import FeedForward, feed_forward, multihead_attention
 from ..results import Result
-from .contextual import _key, as_sequences, tokenwise_separation, vocabulary
+from .contextual import token_key, as_sequences, tokenwise_separation, vocabulary
 from .rank_one import RankOneContextualMapping, projection_vector, rank_one_contextual_mapping
 
 __flat__ = __all__ = [
@@ -87,12 +87,12 @@ def validate_consistent_labels(Xs, Ys) -> int:
     for i, X in enumerate(Xs):
         V = vocabulary(X)
         for k in range(X.shape[1]):
-            key = (_key(X[:, k]), V)
+            key = (token_key(X[:, k]), V)
             y = Ys[i][:, k]
             if key in seen:
                 j, l = seen[key]
                 if not np.array_equal(Ys[j][:, l], y):
-                    if sorted(map(_key, Xs[j].T)) == sorted(map(_key, X.T)):
+                    if sorted(map(token_key, Xs[j].T)) == sorted(map(token_key, X.T)):
                         why = "no Transformer without positional encoding can fit both"
                     else:  # same vocabulary set, different multisets: only possible with duplicates
                         why = ("the sequences have duplicate tokens and are not permutations of each "
@@ -269,7 +269,7 @@ def _choose_lam(Xs, seed, candidates=(0.25, 0.5, 1.0, 2.0, 4.0)):
             a = probe.v @ X
             vals = [_g_float(a, lam, k) for k in range(X.shape[1])]
             for k in range(X.shape[1]):
-                g.setdefault(_key(X[:, k]), {})[V] = vals[k]
+                g.setdefault(token_key(X[:, k]), {})[V] = vals[k]
         gap = math.inf
         for per_token in g.values():
             vals = np.sort(np.array(list(per_token.values())))
@@ -346,7 +346,7 @@ def memorize(Xs, Ys, rng, *, lam="auto", s: int = 1) -> tuple[OneLayerTransforme
         H = attn(X)
         V = vocabulary(X)
         for k in range(X.shape[1]):
-            key = (_key(X[:, k]), V)
+            key = (token_key(X[:, k]), V)
             if key not in seen:
                 seen.add(key)
                 ids.append(H[:, k])

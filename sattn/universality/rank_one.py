@@ -21,9 +21,9 @@ from .boltzmann import boltzmann_average
 from .contextual import (
     ContextualReport,
     SeparationReport,
-    _key,
-    _log10,
-    _pairs_to_separate,
+    token_key,
+    log10_or_minus_inf,
+    pairs_to_separate,
     as_sequences,
     validate_separated,
 )
@@ -322,7 +322,7 @@ class RankOneContextualMapping:
         best_same, same_pair = None, None
         best_diff, diff_pair = math.inf, None
         n_pairs = 0
-        for p, q, same in _pairs_to_separate(Xs):
+        for p, q, same in pairs_to_separate(Xs):
             n_pairs += 1
             if same:
                 gap = abs(g[p[0]][p[1]] - g[q[0]][q[1]])
@@ -341,7 +341,7 @@ class RankOneContextualMapping:
             same_f = float(sep) if log_same > -300 else 0.0
         else:
             same_f = float(self.scale * best_same)
-            log_same = _log10(same_f)
+            log_same = log10_or_minus_inf(same_f)
         if same_f <= best_diff and same_pair is not None:
             overall, worst = same_f, same_pair
         else:
@@ -414,7 +414,7 @@ def rank_one_contextual_mapping(Xs, rng, *, lam="theorem", s: int = 1, r_min: fl
         eps = rep.eps if math.isfinite(rep.eps) else 1.0
     if r_min <= 0:
         raise ValueError(f"r_min must be > 0 for this construction, got {r_min}")
-    vocab = sorted({_key(X[:, k]) for X in Xs for k in range(n)})
+    vocab = sorted({token_key(X[:, k]) for X in Xs for k in range(n)})
     P = np.vstack([np.array(vocab), np.zeros((1, d))])
     v, proj = projection_vector(P, rng, max_draws=max_draws)
     const = theorem2_constants(n, len(vocab), d, eps, r_min, r_max)

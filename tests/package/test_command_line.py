@@ -13,8 +13,8 @@ import pytest
 
 import sattn
 from sattn import __main__ as cli
-from sattn.experiments import bench
-from sattn.experiments.store import StoreError, check_writable_file
+from sattn.runs import bench
+from sattn.runs.store import StoreError, validate_output_file
 from sattn.presentation import lab
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,19 +106,19 @@ def test_bench_checks_its_output_before_any_work(where, tmp_path, capsys, monkey
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
                     reason="root writes to a read-only folder")
-def test_check_writable_file_refuses_a_read_only_folder(tmp_path):
+def test_validate_output_file_refuses_a_read_only_folder(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
     try:
         with pytest.raises(StoreError, match="permission denied"):
-            check_writable_file(ro / "results.json")
+            validate_output_file(ro / "results.json")
     finally:
         ro.chmod(0o755)
 
 
-def test_check_writable_file_creates_the_folder_and_leaves_nothing_else(tmp_path):
-    path = check_writable_file(tmp_path / "a" / "b" / "results.json")
+def test_validate_output_file_creates_the_folder_and_leaves_nothing_else(tmp_path):
+    path = validate_output_file(tmp_path / "a" / "b" / "results.json")
     assert path.parent.is_dir() and not list(path.parent.iterdir())
 
 

@@ -41,12 +41,14 @@ LAYERS = [
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
-    {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
-                           "laws", "bench", "prediction.results", "prediction.row_model",
+    {"sattn.experiments": ["target", "engine", "setups", "reference"],   # the d_min engine and
+     "sattn.precision": ["formats", "forward", "thresholds"]},            # what to compute; Part III:
+    #                                 the constructions in finite precision (uses both parts)
+    {"sattn.runs": ["host", "store", "cluster", "bench"]},   # the machinery that runs the experiments
+    {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
-                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"],
-     "sattn.precision": ["formats", "forward", "thresholds"]},  # Part III: uses both parts,
-    #                                 independent of the experiments
+                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"]},
+    #                                 the protocols and the science, above the machinery
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
@@ -54,15 +56,20 @@ LAYERS = [
 
 
 def _place(module: str):
-    """``(layer, unit, position in the unit)`` of a module ``sattn.x.y``."""
+    """``(layer, unit, position in the unit)`` of a module ``sattn.x.y``. A unit may span two
+    layers (the experiments: the engine below the machinery, the protocols above it); a
+    subpackage's ``__init__`` belongs to its topmost layer, above all its modules."""
+    found = None
     for rank, units in enumerate(LAYERS):
         for unit, order in units.items():
             if module == unit:
-                return rank, unit, len(order)     # a subpackage's __init__, above its modules (or a one-module unit)
-            if module.startswith(unit + "."):
+                found = rank, unit, len(order)    # a subpackage's __init__ (or a one-module unit)
+            elif module.startswith(unit + "."):
                 name = module[len(unit) + 1:]
-                return rank, unit, order.index(name) if name in order else None
-    return None
+                if name in order:
+                    return rank, unit, order.index(name)
+                found = found or (rank, unit, None)
+    return found
 
 
 def _modules():
@@ -139,7 +146,7 @@ def test_imports_go_one_way(module, path):
                        "an upward import")
         elif t_rank == rank and t_unit != unit:
             bad.append(f"line {line}: {module} imports {target}, a sibling unit of the same layer")
-        elif t_unit == unit and not (t_pos is not None and 0 <= t_pos < pos):
+        elif t_rank == rank and t_unit == unit and not (t_pos is not None and 0 <= t_pos < pos):
             bad.append(f"line {line}: {module} imports {target}, which is not an earlier module of "
                        f"{unit} (order: {LAYERS[rank][unit]})")
     assert not bad, f"{path.relative_to(REPO)}:\n  " + "\n  ".join(bad)
@@ -167,12 +174,48 @@ def _private_imports(module: str, path: Path):
 
 
 @pytest.mark.parametrize("module,path", MODULES, ids=[m for m, _ in MODULES])
-def test_no_private_name_is_imported_across_rooms(module, path):
-    """A room (a unit of LAYERS: a subpackage or a top-level module) keeps its private names."""
-    room = _place(module)[1]
+def test_no_private_name_is_imported_across_modules(module, path):
+    """A module keeps its private names: what another module needs is public (in the defining
+    module's ``__all__``, documented) or moves to where it is used. Private *modules*
+    (``sattn._validate``, ...) are the package's shared helpers and may be imported."""
     bad = [f"line {line}: {name} from {target}" for line, target, name in _private_imports(module, path)
-           if (_place(target) or (None, None))[1] != room]
-    assert not bad, f"{path.relative_to(REPO)} imports private names of other rooms: {bad}"
+           if f"{target}.{name}" not in dict(MODULES)]
+    assert not bad, f"{path.relative_to(REPO)} imports private names of other modules: {bad}"
+
+
+def test_the_private_import_checker_sees_violations(tmp_path):
+    bad = tmp_path / "sattn" / "experiments" / "protocol.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from ..runs.store import _sha256_file, versions\nfrom .. import _validate\n")
+    found = _private_imports("sattn.experiments.protocol", bad)
+    assert found == [(1, "sattn.runs.store", "_sha256_file"), (2, "sattn", "_validate")]
+    assert "sattn._validate" in dict(MODULES) and "sattn.runs.store._sha256_file" not in dict(MODULES)
+
+
+#: The subpackage of the machinery, and the experiments' modules that hold science only: no pool,
+#: no store, no lock, no cluster of their own (they reach them through sattn.runs).
+MACHINERY = "sattn.runs"
+MACHINERY_LIBRARIES = ("joblib", "distributed", "dask", "fcntl", "threadpoolctl")
+SCIENCE = ["sattn.experiments.target", "sattn.experiments.engine", "sattn.experiments.setups",
+           "sattn.experiments.reference", "sattn.experiments.laws",
+           "sattn.experiments.prediction.results", "sattn.experiments.prediction.row_model",
+           "sattn.experiments.prediction.row_types", "sattn.experiments.prediction.dmin",
+           "sattn.experiments.prediction.checks", "sattn.experiments.acceptance.analysis"]
+
+
+def test_the_machinery_lives_in_its_own_subpackage():
+    """The store, the cluster, the host process and the benchmark are in ``sattn.runs``; the
+    science modules import none of the machinery's libraries (process pools, Dask, file locks,
+    BLAS thread control): they run through ``sattn.runs``."""
+    runs = {m for m, _ in MODULES if m.startswith(MACHINERY + ".")}
+    assert {f"{MACHINERY}.{m}" for m in ("store", "cluster", "host", "bench")} <= runs
+    assert not [m for m, _ in MODULES if m.startswith("sattn.experiments.")
+                and m.rsplit(".", 1)[-1] in ("store", "cluster", "bench", "host", "runner")]
+    paths = dict(MODULES)
+    bad = {m: sorted({t for _, t, _, _ in _imports(m, paths[m])
+                      if t.split(".")[0] in MACHINERY_LIBRARIES})
+           for m in SCIENCE}
+    assert not {m: t for m, t in bad.items() if t}, bad
 
 
 MAX_LINES = 900
@@ -349,8 +392,9 @@ def test_every_exception_and_warning_is_flat():
 MODULE_ONLY = {
     "sattn.experiments.acceptance.design": "the pre-registered experiment, reached as a module",
     "sattn.experiments.acceptance.analysis": "its registered analysis, reached as a module",
-    "sattn.experiments.bench": "the benchmark command",
-    "sattn.experiments.cluster": "the Dask runner of the engine",
+    "sattn.runs.bench": "the benchmark command",
+    "sattn.runs.cluster": "the Dask runner of the engine",
+    "sattn.runs.host": "the process a run runs in",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
     "sattn.presentation.lab": "the lab command",
     "sattn.presentation.lab_contents": "the contents manager of the lab command",
@@ -459,6 +503,14 @@ BAD_INPUTS = {
     "validate_hardmax_d": ((0,), {}, ValueError),
     "validate_head_size": ((0,), {}, ValueError),
     "validate_scheduler": (("nope", 2), {}, ValueError),
+    "validate_lengths": (([256, 128],), {}, sattn.ExperimentError),
+    "validate_grid": (("k1-g1-e3-0.9", (40, 20, 4), (128,)), {}, sattn.ExperimentError),
+    "validate_model": (("not a model",), {}, TypeError),
+    "validate_model_width": ((64, 1, 2), {}, ValueError),
+    "validate_n_draws": ((0,), {}, ValueError),
+    "validate_n_samples": ((10,), {}, ValueError),
+    "validate_support_logits": (([1.0, -1.0],), {}, ValueError),
+    "validate_output_file": ((REPO,), {}, sattn.StoreError),
 }
 
 

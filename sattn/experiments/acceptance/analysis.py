@@ -25,14 +25,15 @@ from ..._validate import check_int, check_real, check_rng
 from ...results import Result
 from ..engine import FastEngine
 from ..prediction import draw_success_probability
-from ..protocol import _one_blas_thread, load_figure
+from ...runs.host import one_blas_thread
+from ..protocol import load_figure
 from ..setups import (
     ROOT_SEED,
     SETUPS,
-    _check_lengths,
+    validate_lengths,
 )
 from ..target import draw_generator, prepare_target
-from .design import AcceptanceTask, _profile, design_widths, measure_curve
+from .design import AcceptanceTask, acceptance_profile, design_widths, measure_curve
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
@@ -647,9 +648,9 @@ def calibrate(noise: NoiseModel, *, profile="paper", lengths=None, reps=100, ps=
     :func:`~sattn.experiments.acceptance.design.measure_curve` (same initial widths, draws and extension rule as the real run) from
     binomial counts of ``Phi((d - d50) / (sigma_rel d50))``; then the same pooling and decision.
     """
-    cfg = _profile(profile)
+    cfg = acceptance_profile(profile)
     reps = check_int("reps", reps, low=1)
-    Ls = _check_lengths(cfg["lengths"] if lengths is None else lengths)
+    Ls = validate_lengths(cfg["lengths"] if lengths is None else lengths)
     rng = np.random.default_rng(seed)
     laws = synthetic_laws(noise, ps)
     rule = dict(cfg["extend"])
@@ -753,7 +754,7 @@ def accepted_draw_bits(A, eps1, eps2, d, *, root_seed=ROOT_SEED, key=(0,), max_d
     d = check_int("d", d, low=1, high=L)
     max_draws = check_int("max_draws", max_draws, low=1)
     block = check_int("block", block, low=1)
-    with _one_blas_thread():
+    with one_blas_thread():
         for i in range(max_draws):
             out = eng.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), complete=True)
             if out.ok:

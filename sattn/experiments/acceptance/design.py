@@ -22,25 +22,25 @@ from tqdm.auto import tqdm
 
 from ..._validate import check_bool, check_int, check_real
 from ..engine import ENGINE_VERSION, FastEngine
-from ..protocol import _machine, _one_blas_thread
 from ..setups import (
     DECADES_PAPER,
     ROOT_SEED,
     ExperimentError,
     Setup,
     Task,
-    _check_lengths,
-    _parse_setups,
+    validate_lengths,
+    parse_setups,
 )
-from ..store import (
+from ...runs.host import machine, one_blas_thread
+from ...runs.store import (
     OutputLock,
     command_line,
     exit_with_parent,
     StoreError,
     TaskStore,
-    _check_existing_manifest,
-    _sha256_bytes,
-    _sha256_file,
+    previous_manifest,
+    sha256_bytes,
+    sha256_file,
     versions,
     write_csv,
     read_manifest,
@@ -54,7 +54,7 @@ __all__ = [
     *__flat__,
     "DECADES_DMIN_MEAN", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
     "extend_widths", "measure_curve", "AcceptanceTask", "acceptance_tasks", "count_accepted",
-    "run_acceptance_task", "reproduce_acceptance", "load_acceptance",
+    "run_acceptance_task", "reproduce_acceptance", "load_acceptance", "acceptance_profile",
 ]
 
 #: The mean first-success width of the decades experiment (``data/decades.csv``, three targets,
@@ -186,7 +186,9 @@ def measure_curve(widths, L, rule, count):
     return counts
 
 
-def _profile(profile) -> dict:
+def acceptance_profile(profile) -> dict:
+    """The settings of an acceptance profile, by name (a dict passes through); ExperimentError for an
+    unknown name."""
     if isinstance(profile, dict):
         return profile
     if not isinstance(profile, str) or profile not in ACCEPTANCE_PROFILES:
@@ -237,9 +239,9 @@ def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[Acce
         Unknown profile or setting, a setting outside the registered six, or a length without a
         registered anchor width.
     """
-    cfg = _profile(profile)
-    chosen = _parse_setups(cfg["setups"] if setups is None else setups)
-    Ls = _check_lengths(cfg["lengths"] if lengths is None else lengths)
+    cfg = acceptance_profile(profile)
+    chosen = parse_setups(cfg["setups"] if setups is None else setups)
+    Ls = validate_lengths(cfg["lengths"] if lengths is None else lengths)
     tasks = []
     for L in Ls:
         for s in chosen:
@@ -280,7 +282,7 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
                         f"{type(task).__name__}")
     t0 = time.perf_counter()
     rows = {}
-    with _one_blas_thread():
+    with one_blas_thread():
         s = task.setup
         eng = FastEngine(task.target_task().sample_target(), s.eps1, s.eps2)
 
@@ -297,7 +299,7 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
 def _run_in_worker(task, parent):
     """Compute one curve and return it; the process that holds the output lock writes it.
 
-    A worker exits as soon as ``parent`` dies (:func:`~sattn.experiments.store.exit_with_parent`),
+    A worker exits as soon as ``parent`` dies (:func:`~sattn.runs.store.exit_with_parent`),
     so a killed run leaves nothing computing, and nothing writing, for nobody.
     """
     exit_with_parent(parent)
@@ -341,7 +343,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
         Corrupted stored results or manifest; another run holds the folder's lock.
     """
 
-    cfg = _profile(profile)
+    cfg = acceptance_profile(profile)
     check_bool("progress", progress)
     check_bool("compute", compute)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
@@ -353,7 +355,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     name = [k for k, v in ACCEPTANCE_PROFILES.items() if v is cfg]
     with OutputLock(out) as lock:
         store = TaskStore(out / "tasks" / "acceptance")
-        previous, missing = _check_existing_manifest(out, "acceptance", store)
+        previous, missing = previous_manifest(out, "acceptance", store)
         store.clean_temporaries(lock)
         payloads = {t.task_id: rec for t in tasks if (rec := store.load(t)) is not None}
         reused = sorted(payloads)
@@ -406,7 +408,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
                       "scheme": ("numpy SeedSequence(root_seed, spawn_key=key); target t of "
                                  "(setup, L): key = (setup_key, L, 2, t) (the decades targets); "
                                  "draw i at width d: key = (setup_key, L, 4, t, d, i)")},
-            "machine": _machine(),
+            "machine": machine(),
             "versions": versions(),
             "jobs": jobs,
             "wall_seconds_this_run": round(wall, 3),
@@ -419,8 +421,8 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
             "missing": sorted(missing_now),
             "command": command_line(),
             "checksums": {
-                "csv": _sha256_bytes(csv_bytes),
-                "tasks": {store.path(t).name: _sha256_file(store.path(t)) for t in tasks},
+                "csv": sha256_bytes(csv_bytes),
+                "tasks": {store.path(t).name: sha256_file(store.path(t)) for t in tasks},
             },
         }
         return write_manifest(out / "acceptance_manifest.json", manifest)
@@ -445,7 +447,7 @@ def load_acceptance(data_dir="data", *, verify=True) -> list[dict]:
             raise StoreError(f"{p} is missing; run `python -m sattn reproduce acceptance` first")
     man = read_manifest(mpath, remedy="restore it (e.g. from git) or rerun `python -m sattn "
                                       "reproduce acceptance`.")
-    if verify and _sha256_file(cpath) != man.get("checksums", {}).get("csv"):
+    if verify and sha256_file(cpath) != man.get("checksums", {}).get("csv"):
         raise StoreError(f"{cpath} does not match its manifest checksum")
     with open(cpath, newline="") as f:
         rows = list(csv.DictReader(f))

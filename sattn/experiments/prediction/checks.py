@@ -18,9 +18,9 @@ from ...rounding import below_bound
 from ..engine import FastEngine
 from ..setups import ROOT_SEED
 from ..target import draw_generator, prepare_target
-from .dmin import _as_target, _search_law, _setup_task, draw_success_probability, predict_setup
+from .dmin import as_target, search_law, setup_task, draw_success_probability, predict_setup
 from .results import Comparison, DminPrediction, ModelCheck
-from .row_model import _DEFAULT_SAMPLES, _block, _check_b, _check_n_draws, _check_width, offsupport_pass
+from .row_model import DEFAULT_SAMPLES, projector_block, validate_support_logits, validate_n_draws, validate_model_width, offsupport_pass
 
 #: The bound against which the (b1) check prints the error of the identity ||g_R|| = (L/d) r.
 NORM_IDENTITY_BOUND = 1e-12
@@ -33,7 +33,7 @@ __flat__ = __all__ = ["compare_measured", "check_error_model", "check_offsupport
 MAX_EXACT_DRAWS = 10**4
 
 
-def compare_measured(rows, *, tolerance=0.25, n_samples=_DEFAULT_SAMPLES, seed=0,
+def compare_measured(rows, *, tolerance=0.25, n_samples=DEFAULT_SAMPLES, seed=0,
                      root_seed=ROOT_SEED) -> Comparison:
     """Predict d_min for measured rows of Figure 3 and compare.
 
@@ -95,11 +95,11 @@ def _exact_rows(L, d, b, n_draws, rows, rng):
 
 
 def _check_exact_args(L, d, b, n_draws, rows, rng):
-    b = _check_b(b)
+    b = validate_support_logits(b)
     L = check_int("L", L, low=8, high=8192)
     d = check_int("d", d, low=1, high=L)
-    _check_width(L, d, b.size)
-    n_draws = _check_n_draws(n_draws, low=2, cap=MAX_EXACT_DRAWS)
+    validate_model_width(L, d, b.size)
+    n_draws = validate_n_draws(n_draws, low=2, cap=MAX_EXACT_DRAWS)
     rows = min(check_int("rows", rows, low=2), L // (2 * b.size))
     rng = check_rng("rng", rng)
     return L, d, b, n_draws, rows, rng
@@ -170,7 +170,7 @@ def check_error_model(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
     ks_off = _ks_normal(sub / math.sqrt(var_off))
     z_sup = (sup / np.sqrt(var_sup)).ravel()
     ks_gauss = _ks_normal(z_sup)
-    Pm = _block(k, L, d, 1 << 16, 12345)
+    Pm = projector_block(k, L, d, 1 << 16, 12345)
     model = ((L / d) * (Pm @ b) - b) / np.sqrt(var_sup)
     ks_model = float(sst.ks_2samp(z_sup, model.ravel()).statistic)
     q = 1e-2
@@ -276,7 +276,7 @@ def check_row_dependence(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
         return float(np.corrcoef(a[:, 0::2].ravel(), a[:, 1::2].ravel())[0, 1])
     S = np.concatenate(same, axis=0)                              # (n, rows)
     corr_same = float(np.corrcoef(S[:, 0::2].ravel(), S[:, 1::2].ravel())[0, 1])
-    Pm = _block(k, L, d, 1 << 16, 12345)
+    Pm = projector_block(k, L, d, 1 << 16, 12345)
     w = Pm @ b
     R2 = (L / d) ** 2 * np.maximum(w @ b - np.einsum("nk,nk->n", w, w), 0.0)
     e2, e4 = R2.mean(), (R2 ** 2).mean()
@@ -298,7 +298,7 @@ def check_row_dependence(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
 
 
 def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_SEED,
-                              n_samples=_DEFAULT_SAMPLES, seed=0) -> ModelCheck:
+                              n_samples=DEFAULT_SAMPLES, seed=0) -> ModelCheck:
     """(c) Predicted vs measured acceptance probability of one draw, with the fast engine.
 
     The target is the experiments' (:func:`~sattn.sample_target`); at each width ``n_draws`` draws
@@ -326,9 +326,9 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
         ``ok``: every ``|z| <= 3``, or the measured frequency within 0.05 of the prediction.
     """
     root_seed = check_int("root_seed", root_seed, low=0)
-    task = _setup_task(setup, L)
+    task = setup_task(setup, L)
     A = task.sample_target(root_seed)
-    n_draws = _check_n_draws(n_draws, low=10)
+    n_draws = validate_n_draws(n_draws, low=10)
     s = task.setup
     if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
         raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
@@ -375,8 +375,8 @@ def naive_dmin(A, eps1, eps2, widths, n_draws) -> DminPrediction:
     -------
     DminPrediction
     """
-    t = _as_target(A, eps1, eps2)
-    n_draws = _check_n_draws(n_draws)
+    t = as_target(A, eps1, eps2)
+    n_draws = validate_n_draws(n_draws)
     if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
         raise TypeError(f"widths must be a sequence of integers, got {widths!r}")
     ws = [check_int(f"widths[{i}]", w, low=1, high=t.L) for i, w in enumerate(widths)]
@@ -388,6 +388,6 @@ def naive_dmin(A, eps1, eps2, widths, n_draws) -> DminPrediction:
     for w in ws:
         lf = np.sum((t.L - kl) * sst.norm.sf(room * math.sqrt(w) / t.row_norm))
         ps.append(math.exp(-lf))
-    stop, med, mean, q10, q90, cross, beyond = _search_law(np.array(ws), ps, n_draws)
+    stop, med, mean, q10, q90, cross, beyond = search_law(np.array(ws), ps, n_draws)
     return DminPrediction(L=t.L, n_draws=n_draws, widths=ws, p=ps, stop=stop, median=med,
                           mean=mean, q10=q10, q90=q90, crossing=cross, p_beyond=beyond)

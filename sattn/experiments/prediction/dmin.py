@@ -18,14 +18,19 @@ from ...patterns.criteria import validate_tolerances
 from ..setups import ROOT_SEED, SETUPS, ExperimentError, get_profile, grid_values, make_tasks
 from ..target import SparseTarget, prepare_target
 from .results import DminPrediction, DrawPrediction
-from .row_model import _DEFAULT_SAMPLES, _block, _check_n_draws, _check_samples, _check_width, _row_stats
+from .row_model import DEFAULT_SAMPLES, projector_block, validate_n_draws, validate_n_samples, validate_model_width, row_stats
 from .row_types import RowTypes
 
-__flat__ = __all__ = ["draw_success_probability", "predict_dmin", "predict_d50", "sample_target",
-                      "predict_setup"]
+__flat__ = ["draw_success_probability", "predict_dmin", "predict_d50", "sample_target",
+            "predict_setup"]
+# Module-only: the helpers that the checks of the model (:mod:`.checks`) share.
+__all__ = [*__flat__, "as_target", "search_law", "setup_task"]
 
 
-def _as_target(A, eps1, eps2) -> SparseTarget:
+def as_target(A, eps1, eps2) -> SparseTarget:
+    """``A`` as a prepared :class:`~sattn.experiments.target.SparseTarget` (a prepared target or
+    :class:`~sattn.experiments.prediction.row_types.RowTypes` passes through, if built with the same
+    tolerances; ValueError otherwise)."""
     if isinstance(A, (SparseTarget, RowTypes)):
         eps1, eps2 = validate_tolerances(eps1, eps2)
         if not (math.isclose(A.eps1, eps1) and math.isclose(A.eps2, eps2)):
@@ -76,7 +81,7 @@ def _types_cached(t):
     return _row_types_of(_Same(t))
 
 
-def draw_success_probability(A, eps1, eps2, d, *, n_samples=_DEFAULT_SAMPLES, seed=0
+def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, seed=0
                              ) -> DrawPrediction:
     """The model's probability that one draw at width ``d`` is accepted for the target ``A``.
 
@@ -103,19 +108,19 @@ def draw_success_probability(A, eps1, eps2, d, *, n_samples=_DEFAULT_SAMPLES, se
     -------
     DrawPrediction
     """
-    t = _as_target(A, eps1, eps2)
+    t = as_target(A, eps1, eps2)
     if t.L < 4 or t.L < t.k_max + 2:
         raise ValueError(f"the model needs L >= max(4, k + 2), got L = {t.L}, k = {t.k_max}")
     d = check_int("d", d, low=1, high=t.L)
-    _check_width(t.L, d, t.k_max)
-    n_samples = _check_samples(n_samples)
+    validate_model_width(t.L, d, t.k_max)
+    n_samples = validate_n_samples(n_samples)
     seed = check_int("seed", seed, low=0)
     log_p, fails, se = 0.0, 0.0, 0.0
     types = []
-    P = _block(t.k_max, t.L, d, n_samples, seed)
+    P = projector_block(t.k_max, t.L, d, n_samples, seed)
     for b, cnt in _types_cached(t):
         # the leading k_l x k_l block of a k x k block has the law of a k_l x k_l block
-        pi, _, _, s = _row_stats(P[:, :b.size, :b.size], b, t.L, d, t.eps1, t.eps2)
+        pi, _, _, s = row_stats(P[:, :b.size, :b.size], b, t.L, d, t.eps1, t.eps2)
         types.append((tuple(np.round(b, 6)), cnt, pi))
         fails += cnt * (1.0 - pi)
         if pi <= 0.0:
@@ -127,7 +132,7 @@ def draw_success_probability(A, eps1, eps2, d, *, n_samples=_DEFAULT_SAMPLES, se
                           se_log_p=se, types=types, n_samples=n_samples)
 
 
-def _search_law(widths, p, n):
+def search_law(widths, p, n):
     """Stop probabilities of the ladder search (A4) and their summaries."""
     stop, alive = [], 1.0
     for pi in p:
@@ -145,7 +150,7 @@ def _search_law(widths, p, n):
     return stop, quant(0.5), mean, quant(0.1), quant(0.9), cross, max(0.0, 1.0 - tot)
 
 
-def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, seed=0,
+def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, seed=0,
                  tail=1e-6, skip=1e-9) -> DminPrediction:
     """Predicted d_min of the search over ``widths`` with ``n_draws`` draws per width.
 
@@ -176,8 +181,8 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
     -------
     DminPrediction
     """
-    t = _as_target(A, eps1, eps2)
-    n_draws = _check_n_draws(n_draws)
+    t = as_target(A, eps1, eps2)
+    n_draws = validate_n_draws(n_draws)
     tail = check_real("tail", tail, low=0.0, high=1.0, low_open=True, high_open=True)
     skip = check_real("skip", skip, low=0.0, high=1.0, low_open=True, high_open=True)
     try:
@@ -219,12 +224,12 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=_DEFAULT_SAMPLES, 
         alive *= (1.0 - ps[-1]) ** n_draws
         if alive < tail:
             break
-    stop, med, mean, q10, q90, cross, beyond = _search_law(np.array(evaluated), ps, n_draws)
+    stop, med, mean, q10, q90, cross, beyond = search_law(np.array(evaluated), ps, n_draws)
     return DminPrediction(L=t.L, n_draws=n_draws, widths=evaluated, p=ps, stop=stop, median=med,
                           mean=mean, q10=q10, q90=q90, crossing=cross, p_beyond=beyond)
 
 
-def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLES, seed=0) -> int:
+def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES, seed=0) -> int:
     """The model's ``d_50``: the smallest width at which one draw passes with probability >= 1/2.
 
     A bisection on ``[low, high]`` (default ``[k_max, min(L - k_max, 100000)]``) using that
@@ -254,8 +259,8 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLE
     ----------
     The book's model (module docs); :ref:`ch-width-bits`.
     """
-    t = _as_target(A, eps1, eps2)
-    n_samples = _check_samples(n_samples)
+    t = as_target(A, eps1, eps2)
+    n_samples = validate_n_samples(n_samples)
     seed = check_int("seed", seed, low=0)
     if t.L < 4 or t.L < t.k_max + 2:
         raise ValueError(f"the model needs L >= max(4, k + 2), got L = {t.L}, k = {t.k_max} (A)")
@@ -278,7 +283,9 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=_DEFAULT_SAMPLE
     return hi
 
 
-def _setup_task(setup, L):
+def setup_task(setup, L):
+    """The Figure 3 task (paper profile) of a named setup at length ``L`` (64 ... 32768); the
+    predictions and their checks take their target and grid from it."""
     if not isinstance(setup, str) or setup not in SETUPS:
         raise ExperimentError(f"unknown setup {setup!r}; valid names: {', '.join(SETUPS)}")
     L = check_int("L", L, low=64, high=32768)
@@ -289,12 +296,12 @@ def sample_target(setup, L, *, root_seed=ROOT_SEED):
     """The target the experiments use for ``setup`` at length ``L`` (Figure 3's seed key), as a
     :class:`~sattn.experiments.target.SparseTarget`."""
     root_seed = check_int("root_seed", root_seed, low=0)
-    task = _setup_task(setup, L)
+    task = setup_task(setup, L)
     return prepare_target(task.sample_target(root_seed), task.setup.eps1, task.setup.eps2)
 
 
 def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
-                  n_samples=_DEFAULT_SAMPLES, seed=0) -> DminPrediction:
+                  n_samples=DEFAULT_SAMPLES, seed=0) -> DminPrediction:
     """Predicted d_min for a named setup at length ``L``, on the target the experiments sample.
 
     Parameters
@@ -317,8 +324,8 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     -------
     DminPrediction
     """
-    task = _setup_task(setup, L)
-    n_draws = task.n_draws if n_draws is None else _check_n_draws(n_draws)
+    task = setup_task(setup, L)
+    n_draws = task.n_draws if n_draws is None else validate_n_draws(n_draws)
     if widths is None:
         widths = grid_values(task.grid)
     t = sample_target(setup, L, root_seed=root_seed)

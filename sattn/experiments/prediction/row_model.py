@@ -21,24 +21,29 @@ from .results import RowPrediction
 
 # Machinery of the flat functions: none of its names is flat (the rule: :mod:`sattn`).
 __flat__: list[str] = []
-__all__ = [*__flat__, "offsupport_pass", "row_pass_probability"]
+__all__ = [*__flat__, "offsupport_pass", "row_pass_probability",
+           # shared with the predictions and their checks (:mod:`.dmin`, :mod:`.checks`)
+           "DEFAULT_SAMPLES", "projector_block", "row_stats", "validate_model_width",
+           "validate_n_draws", "validate_n_samples", "validate_support_logits"]
 
-_DEFAULT_SAMPLES = 1 << 17
+DEFAULT_SAMPLES = 1 << 17
 
 
-def _check_width(L, d, k):
+def validate_model_width(L, d, k):
+    """Raise ValueError unless ``k <= d <= L - k``, the widths at which the row model is defined."""
     if not (k <= d <= L - k):
         raise ValueError(f"d must lie in [k, L - k] = [{k}, {L - k}] for the model (the "
                          f"Wishart factors need d >= k and L - d >= k), got d = {d}")
 
 
-def _check_n_draws(n_draws, *, low=1, cap=MAX_DRAWS):
+def validate_n_draws(n_draws, *, low=1, cap=MAX_DRAWS):
     """A budget of draws, ``low <= n_draws <= cap`` (``MAX_DRAWS = 10**6`` by default)."""
     return check_size("n_draws", n_draws, low=low, cap=cap,
                       why="the most random draws one call may make or model")
 
 
-def _check_samples(n_samples):
+def validate_n_samples(n_samples):
+    """The number of projector samples, an integer in ``[256, 2**22]`` (returned)."""
     return check_int("n_samples", n_samples, low=256, high=1 << 22)
 
 
@@ -140,7 +145,7 @@ def _chi2_quantile(z, df):
 
 
 @functools.lru_cache(maxsize=32)
-def _block(k, L, d, n, seed):
+def projector_block(k, L, d, n, seed):
     """``n`` samples of the ``k x k`` block ``P_SS`` of a uniform rank-``d`` projector of
     ``R^L`` (matrix beta, see module docs). The random numbers depend on ``(k, n, seed)`` only
     (common random numbers for every width and length); cached."""
@@ -180,7 +185,9 @@ def _row_pass_samples(P, b, L, d, eps1, eps2):
     return ok6, offsupport_pass(c, L - k)
 
 
-def _row_stats(P, b, L, d, eps1, eps2):
+def row_stats(P, b, L, d, eps1, eps2):
+    """``(pass probability, share failing (6), share failing (7), standard error)`` of one row with
+    support logits ``b`` over the projector samples ``P`` (:func:`projector_block`)."""
     ok6, F = _row_pass_samples(P, b, L, d, eps1, eps2)
     v = ok6 * F
     n = v.size
@@ -188,7 +195,7 @@ def _row_stats(P, b, L, d, eps1, eps2):
     return pi, float(1.0 - ok6.mean()), float((ok6 * (1.0 - F)).mean()), float(v.std() / math.sqrt(n))
 
 
-def row_pass_probability(b, L, d, eps1, eps2, *, n_samples=_DEFAULT_SAMPLES, seed=0
+def row_pass_probability(b, L, d, eps1, eps2, *, n_samples=DEFAULT_SAMPLES, seed=0
                          ) -> RowPrediction:
     """The model's probability that one row meets (6)-(7) at width ``d`` (module docs).
 
@@ -217,17 +224,19 @@ def row_pass_probability(b, L, d, eps1, eps2, *, n_samples=_DEFAULT_SAMPLES, see
         Bad sizes, tolerances, ``b`` not a finite positive vector.
     """
     eps1, eps2 = validate_tolerances(eps1, eps2)
-    b = _check_b(b)
+    b = validate_support_logits(b)
     L = check_int("L", L, low=max(4, b.size + 2))
     d = check_int("d", d, low=1, high=L)
-    _check_width(L, d, b.size)
-    n_samples = _check_samples(n_samples)
+    validate_model_width(L, d, b.size)
+    n_samples = validate_n_samples(n_samples)
     seed = check_int("seed", seed, low=0)
-    pi, f6, f7, se = _row_stats(_block(b.size, L, d, n_samples, seed), b, L, d, eps1, eps2)
+    pi, f6, f7, se = row_stats(projector_block(b.size, L, d, n_samples, seed), b, L, d, eps1, eps2)
     return RowPrediction(L=L, d=d, b=b, pi=pi, fail6=f6, fail7=f7, se=se, n_samples=n_samples)
 
 
-def _check_b(b):
+def validate_support_logits(b):
+    """``b`` as a non-empty 1-D float array of finite positive support logits (TypeError or
+    ValueError otherwise)."""
     if isinstance(b, (str, bytes)):
         raise TypeError("b must be an array of support logits, got a string")
     try:

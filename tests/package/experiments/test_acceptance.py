@@ -30,7 +30,7 @@ from sattn.experiments.acceptance import (
 )
 from sattn.experiments.engine import FastEngine
 from sattn.experiments.setups import ExperimentError
-from sattn.experiments.store import StoreError
+from sattn.runs.store import StoreError
 
 LENGTHS = 2.0 ** np.arange(6, 16)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sattn
-import sattn.experiments.bench as bench
+import sattn.runs.bench as bench
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -28,10 +28,10 @@ from distributed import Client, LocalCluster
 
 from reliability import record
 from sattn.__main__ import main as cli_main
-from sattn.experiments import cluster as cluster_mod
+from sattn.runs import cluster as cluster_mod
 from sattn.experiments.protocol import reproduce
 from sattn.experiments.setups import ExperimentError, make_tasks
-from sattn.experiments.store import LOCK_NAME, OutputLock, StoreError, TaskStore
+from sattn.runs.store import LOCK_NAME, OutputLock, StoreError, TaskStore
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Six tasks of 0.4 to 1.5 s each on one core: long enough to kill something in the middle.

@@ -23,7 +23,7 @@ import pytest
 
 from sattn.__main__ import main as cli_main
 from sattn.experiments.protocol import reproduce
-from sattn.experiments.store import LOCK_NAME
+from sattn.runs.store import LOCK_NAME
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN = dict(profile="quick", setups=["k1-g1-e3-0.5"], lengths=[64])

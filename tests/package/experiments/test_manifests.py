@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sattn.experiments.store import command_line
+from sattn.runs.store import command_line
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -5,7 +5,7 @@ Real processes only: the command line in a subprocess with ``--jobs 2`` (joblib/
 PID) while tasks are running, then
 
 - every worker process it had started is gone within :data:`EXIT_WITHIN` seconds (each one
-  watches its parent, :func:`sattn.experiments.store.exit_with_parent`);
+  watches its parent, :func:`sattn.runs.store.exit_with_parent`);
 - no file under ``--out`` changes (name, size, mtime, SHA-256) between the kill and the moment
   the last of those workers is gone (workers only compute; the process holding the lock writes
   the results): once no process of the run is left, nothing can write any more;
@@ -33,7 +33,7 @@ import pytest
 
 from sattn.experiments.protocol import reproduce
 from sattn.experiments.setups import make_tasks
-from sattn.experiments.store import StoreError, TaskStore
+from sattn.runs.store import StoreError, TaskStore
 
 ROOT = Path(__file__).resolve().parents[3]
 SETUPS, LENGTHS = ["k1-g1-e3-0.5"], [512, 640, 768, 896, 1024]

@@ -23,7 +23,7 @@ def _measured(setup, L):
 
 def test_block_has_the_exact_moments_of_a_random_projector():
     L, d, k = 300, 40, 3
-    P = row_model._block(k, L, d, 1 << 16, 3)
+    P = row_model.projector_block(k, L, d, 1 << 16, 3)
     diag = P[:, 0, 0]
     assert diag.mean() == pytest.approx(d / L, rel=0.01)
     assert diag.var() == pytest.approx(2 * d * (L - d) / (L ** 2 * (L + 2)), rel=0.05)

@@ -18,12 +18,12 @@ from sattn.__main__ import main as cli_main
 from sattn.experiments.engine import ENGINE_VERSION
 from sattn.experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
 from sattn.experiments.setups import PROFILES, SETUPS, ExperimentError, make_tasks
-from sattn.experiments.store import (
+from sattn.runs.store import (
     LOCK_NAME,
     StoreError,
     StoreWarning,
     TaskStore,
-    _sha256_file,
+    sha256_file,
     write_manifest,
 )
 
@@ -286,7 +286,7 @@ def test_shipped_data_matches_its_manifest(figure):
         assert rows["M"].shape == rows["A"].shape == (rows["L"], rows["L"])
         return
     for name, digest in man["checksums"]["tasks"].items():
-        assert _sha256_file(data / "tasks" / figure / name) == digest
+        assert sha256_file(data / "tasks" / figure / name) == digest
     expected = {t.task_id for t in make_tasks(figure, "paper")}
     assert {f"{figure}_{r['setup']}_L{r['L']}_Q{r['Q']:g}" for r in rows} == expected
     assert all(r["d_min"] is not None and r["levels_tried"] > 1 for r in rows)
@@ -301,7 +301,7 @@ def test_shipped_q1_data_matches_its_manifest_and_never_raises_d_min():
     assert man["profile"] == "paper-q1" and man["Q"] == [1.0]
     assert man["versions"]["engine"] == ENGINE_VERSION, "data made by another engine version"
     for name, digest in man["checksums"]["tasks"].items():
-        assert _sha256_file(data / "tasks" / "fig3" / name) == digest
+        assert sha256_file(data / "tasks" / "fig3" / name) == digest
     assert {(r["setup"], r["L"]) for r in rows} >= {(s, L) for s in SETUPS for L in (512, 1024, 2048, 3072)}
     low = {(r["setup"], r["L"]): r["d_min"] for r in load_figure("fig3", ROOT / "data")}
     assert all(r["d_min"] is not None and r["d_min"] <= low[(r["setup"], r["L"])] for r in rows)
@@ -446,7 +446,7 @@ def test_shipped_decades_data_match_their_manifest_and_the_profile():
     man = json.loads((ROOT / "data" / "decades_manifest.json").read_text())
     assert man["profile"] == "paper" and man["versions"]["engine"] == ENGINE_VERSION
     for name, digest in man["checksums"]["tasks"].items():
-        assert _sha256_file(ROOT / "data" / "tasks" / "decades" / name) == digest
+        assert sha256_file(ROOT / "data" / "tasks" / "decades" / name) == digest
     expected = {(t.setup.name, t.L, t.target) for t in make_tasks("decades", "paper")}
     assert {(r["setup"], r["L"], r["target"]) for r in rows} == expected
     assert all(r["d_min"] is not None and r["d_below"] < r["d_min"] for r in rows)

@@ -26,7 +26,7 @@ import pytest
 
 from reliability import record
 from sattn import load_figure, reproduce
-from sattn.experiments.store import LOCK_NAME, StoreError, StoreWarning
+from sattn.runs.store import LOCK_NAME, StoreError, StoreWarning
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(profile="quick", setups=["k1-g1-e3-0.5", "k2-g2-e7-0.5"], lengths=[128, 160])

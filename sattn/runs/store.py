@@ -30,18 +30,19 @@ import numpy as np
 import scipy
 
 from .._version import __version__
-from .engine import ENGINE_VERSION
-from .setups import Task
+from ..experiments.engine import ENGINE_VERSION
+from ..experiments.setups import Task
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["StoreError", "StoreWarning"]
 # The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
     *__flat__,
-    "OutputLock", "TaskStore", "check_writable_file", "exit_with_parent", "filesystem_error",
+    "OutputLock", "TaskStore", "validate_output_file", "exit_with_parent", "filesystem_error",
     "read_manifest",
     "write_manifest",
     "versions", "write_csv", "command_line",
+    "is_regular_file", "previous_manifest", "sha256_bytes", "sha256_file",
 ]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
@@ -91,7 +92,7 @@ def filesystem_error(exc: OSError, doing: str = "write to") -> StoreError:
                       f"The run stopped there; finished results are kept. To go on: {hint}.")
 
 
-def check_writable_file(path) -> Path:
+def validate_output_file(path) -> Path:
     """Check, before any work, that a result file can be written at ``path``.
 
     Creates the missing parent folders and writes (then removes) a probe file beside ``path``, so
@@ -127,7 +128,7 @@ def check_writable_file(path) -> Path:
     return path
 
 
-def _regular_file(path: Path, what: str) -> bool:
+def is_regular_file(path: Path, what: str) -> bool:
     """Whether ``path`` exists (as a regular file); a folder or other non-file is a StoreError."""
     if not os.path.lexists(path):
         return False
@@ -140,7 +141,7 @@ def _regular_file(path: Path, what: str) -> bool:
 def _read_bytes(path: Path, what: str) -> bytes | None:
     """The bytes of the regular file ``path``, or None if there is none; a filesystem fault is
     the clear error of :func:`filesystem_error`, naming ``what`` was being read."""
-    if not _regular_file(path, what):
+    if not is_regular_file(path, what):
         return None
     try:
         return path.read_bytes()
@@ -160,11 +161,13 @@ def _loads(data: bytes):
         raise ValueError("JSON nested too deeply to be a record") from None
 
 
-def _sha256_bytes(b: bytes) -> str:
+def sha256_bytes(b: bytes) -> str:
+    """The SHA-256 hex digest of ``b``."""
     return hashlib.sha256(b).hexdigest()
 
 
-def _sha256_file(path) -> str:
+def sha256_file(path) -> str:
+    """The SHA-256 hex digest of the file at ``path``, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -376,7 +379,7 @@ class TaskStore:
             raise StoreError(f"corrupted result file {p}: not a valid task record ({exc}). "
                              "Nothing was overwritten; delete this file to recompute the task, "
                              "or restore it from git.") from exc
-        if _sha256_bytes(_canonical(payload)) != digest:
+        if sha256_bytes(_canonical(payload)) != digest:
             raise StoreError(f"corrupted result file {p}: its SHA-256 does not match its content. "
                              "Nothing was overwritten; delete this file to recompute the task, "
                              "or restore it from git.")
@@ -396,7 +399,7 @@ class TaskStore:
         if lock is not None and not (isinstance(lock, OutputLock) and lock.covers(self.root)):
             raise StoreError(f"writing a result to {self.root} needs the output folder's lock "
                              "(OutputLock) held by this process")
-        rec = {"payload": payload, "sha256": _sha256_bytes(_canonical(payload))}
+        rec = {"payload": payload, "sha256": sha256_bytes(_canonical(payload))}
         _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
 
 
@@ -434,7 +437,7 @@ def versions() -> dict:
 def write_manifest(path, manifest: dict) -> dict:
     """Write ``manifest`` atomically with its own checksum (``manifest_sha256``); return it."""
     body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
-    body[MANIFEST_DIGEST] = _sha256_bytes(_canonical({k: v for k, v in body.items()
+    body[MANIFEST_DIGEST] = sha256_bytes(_canonical({k: v for k, v in body.items()
                                                       if k != MANIFEST_DIGEST}))
     _atomic_write(Path(path), json.dumps(body, indent=1, sort_keys=True).encode())
     return body
@@ -470,18 +473,18 @@ def read_manifest(path, *, remedy: str) -> dict:
     except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
         raise StoreError(f"corrupted manifest {path} ({exc}). Nothing was overwritten; {remedy}") \
             from exc
-    if _sha256_bytes(_canonical({k: v for k, v in man.items() if k != MANIFEST_DIGEST})) != digest:
+    if sha256_bytes(_canonical({k: v for k, v in man.items() if k != MANIFEST_DIGEST})) != digest:
         raise StoreError(f"corrupted manifest {path}: its content does not match its own SHA-256 "
                          f"({MANIFEST_DIGEST}). Nothing was overwritten; {remedy}")
     return man
 
 
-def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
+def previous_manifest(out: Path, figure: str, store: TaskStore):
     """Refuse to resume over a corrupted manifest or over result files that changed; return the
     previous manifest (empty if none) and the names of listed results that are missing (they
     are recomputed, with a :class:`StoreWarning`, and recorded as ``recovered``)."""
     mpath = out / f"{figure}_manifest.json"
-    if not _regular_file(mpath, "the manifest"):
+    if not is_regular_file(mpath, "the manifest"):
         return {}, []
     remedy = (f"the task results in {store.root} are intact. Delete the manifest to rebuild it.")
     man = read_manifest(mpath, remedy=remedy)
@@ -502,14 +505,14 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
     missing = []
     for name, digest in files.items():
         p = store.root / name
-        if not _regular_file(p, "the result file"):
+        if not is_regular_file(p, "the result file"):
             missing.append(name)
             continue
-        if _sha256_file(p) != digest:
+        if sha256_file(p) != digest:
             raise StoreError(f"result file {p} does not match the checksum in {mpath}. "
                              "Nothing was overwritten; restore the file or delete it to recompute.")
     cpath = out / f"{figure}.csv"
-    if _regular_file(cpath, "the CSV") and _sha256_file(cpath) != csv_sum:
+    if is_regular_file(cpath, "the CSV") and sha256_file(cpath) != csv_sum:
         raise StoreError(f"{cpath} does not match the checksum in {mpath} (edited or corrupted). "
                          "Nothing was overwritten; delete the CSV to regenerate it from the task "
                          "results.")
@@ -518,26 +521,3 @@ def _check_existing_manifest(out: Path, figure: str, store: TaskStore):
                       f"recomputed (deterministic: same seeds, same results): {', '.join(missing)}",
                       StoreWarning, stacklevel=3)
     return man, missing
-
-
-def _check_fig5_outputs(out: Path):
-    """Refuse to overwrite Figure 5 outputs whose manifest is corrupted or whose files do not
-    match it (the same policy as for Figures 3 and 4); absent outputs are fine."""
-    mpath = out / "fig5_manifest.json"
-    if not _regular_file(mpath, "the manifest"):
-        return
-    remedy = "delete it (or restore it from git) to recompute Figure 5."
-    man = read_manifest(mpath, remedy=remedy)
-    try:
-        sums = man["checksums"]
-        if not all(isinstance(sums[k], str) for k in ("csv", "npz")):
-            raise TypeError("checksums of csv and npz must be SHA-256 strings")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"corrupted manifest {mpath} ({exc}). Nothing was overwritten; {remedy}") \
-            from exc
-    for name, key in (("fig5.csv", "csv"), ("fig5_maps.npz", "npz")):
-        p = out / name
-        if _regular_file(p, "the Figure 5 output") and _sha256_file(p) != sums[key]:
-            raise StoreError(f"{p} does not match the checksum in {mpath} (edited or corrupted). "
-                             "Nothing was overwritten; restore it, or delete it and the manifest "
-                             "to recompute Figure 5.")

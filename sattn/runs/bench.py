@@ -50,11 +50,11 @@ from threadpoolctl import threadpool_limits
 
 from ..patterns.construction import factorize, fixed_weights, logit_target
 from ..patterns.sparse import sample_sparse
-from .engine import BATCH_DRAWS, BATCH_MAX_L, FastEngine
-from .reference import reference_draw
-from .setups import SETUPS
-from .store import check_writable_file, versions
-from .target import draw_generator
+from ..experiments.engine import BATCH_DRAWS, BATCH_MAX_L, FastEngine
+from ..experiments.reference import reference_draw
+from ..experiments.setups import SETUPS
+from ..experiments.target import draw_generator
+from .store import validate_output_file, versions
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
@@ -361,7 +361,7 @@ def main(quick=False, out=None) -> int:
     quick : bool
         Small sizes only (a smoke test).
     out : str or os.PathLike, optional
-        The JSON results file; checked before the run (:func:`~.store.check_writable_file`).
+        The JSON results file; checked before the run (:func:`~.store.validate_output_file`).
         None (the default) writes nothing.
 
     Returns
@@ -375,7 +375,7 @@ def main(quick=False, out=None) -> int:
         If ``out`` cannot be written (before any benchmark runs).
     """
     if out is not None:
-        out = check_writable_file(out)
+        out = validate_output_file(out)
     t0 = time.perf_counter()
     results = {"versions": versions(), "machine": platform.processor() or platform.machine(),
                "quick": bool(quick), "setup": SETUP, "comparisons": [], "memory": []}

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - exercised by the wheel test's environm
 else:
     _HAVE_DISTRIBUTED = True
 
-from .setups import ExperimentError
+from ..experiments.setups import ExperimentError
 from .store import versions, exit_with_parent
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
@@ -131,7 +131,7 @@ def run_on_cluster(client, fn, items, key, *, parent=None):
     so runs of several clients on one cluster never share or cancel each other's tasks. On exit
     (also by an exception in the caller's loop) the outstanding tasks are cancelled. ``parent``
     (the client's PID): a worker process that is this process's child (``scheduler="local"``)
-    exits as soon as it dies (:func:`~sattn.experiments.store.exit_with_parent`); workers of a
+    exits as soon as it dies (:func:`~sattn.runs.store.exit_with_parent`); workers of a
     remote cluster are not affected. The workers never write files: the caller writes the results.
 
     Raises
