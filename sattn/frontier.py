@@ -39,6 +39,7 @@ import scipy.sparse as sps
 
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.engine import FastEngine
+from .runs.runner import run_tasks
 from .runs.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import Approximation, exact_product_rows, fixed_weights
@@ -476,7 +477,7 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
     out : path, optional
         Output folder (default ``data`` or ``data/quick``).
     progress : bool, default True
-        Print one line per finished task.
+        Show a progress bar (tasks done, reused ones included).
 
     Returns
     -------
@@ -491,25 +492,19 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
     tasks = frontier_tasks(profile)
     out = Path(out) if out is not None else Path("data" if profile == "paper" else "data/quick")
     t0 = time.perf_counter()
-    computed, reused, task_seconds, rows = [], [], 0.0, []
     with OutputLock(out) as lock:
         store = TaskStore(out / "tasks" / "width_bits")
         store.root.mkdir(parents=True, exist_ok=True)
         store.clean_temporaries(lock)
-        for task in tasks:
-            payload = store.load(task)
-            if payload is None:
-                payload = run_frontier_task(task)
-                store.save(task, payload, lock=lock)
-                computed.append(task.task_id)
-            else:
-                reused.append(task.task_id)
+        run = run_tasks(tasks, run_frontier_task, store, lock, desc=f"width-bits ({profile})",
+                        progress=progress)
+        rows, task_seconds = [], 0.0
+        for task in tasks:                    # the CSV in task order, however the tasks arrived
+            payload = run.payloads[task.task_id]
             # a task that stopped early records its time in its rows only
             task_seconds += float(payload.get("seconds") or max(r[10] for r in payload["rows"]))
             rows.extend(payload["rows"])
-            if progress:
-                print(f"{task.task_id}: {payload['rows'][0][6]} / {payload['rows'][1][6]} bits",
-                      flush=True)
+        computed, reused = run.computed, run.reused
         write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
                    [["" if v is None else v for v in r] for r in rows])
         man = {"figure": "width-bits", "profile": profile,

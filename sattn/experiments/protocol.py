@@ -28,19 +28,17 @@ import csv
 import math
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from ..errors import SizeTooLargeError
 from .._validate import as_vector, check_bool, check_int
 from ..patterns.construction import ConstructionFailed, approximate, theorem1_bound
 from ..patterns.sparse import sample_sparse
-from ..runs.cluster import validate_scheduler, connect, n_workers, run_on_cluster
+from ..runs.cluster import validate_scheduler
 from ..runs.host import machine, one_blas_thread
+from ..runs.runner import Run, run_tasks
 from .engine import FastEngine
 from .setups import (
     FIGURES,
@@ -66,7 +64,6 @@ from ..runs.store import (
     sha256_file,
     versions,
     write_csv,
-    exit_with_parent,
     filesystem_error,
     read_manifest,
     write_manifest,
@@ -149,33 +146,6 @@ def run_task(task: Task) -> dict:
     }
 
 
-def _run_in_worker(task: Task, parent: int) -> tuple[Task, dict]:
-    """Run on a joblib worker: compute and return; the parent (the lock holder) writes the store.
-
-    The worker also exits as soon as ``parent`` dies (:func:`~sattn.runs.store.exit_with_parent`),
-    so a killed run leaves no process computing for nobody.
-    """
-    exit_with_parent(parent)
-    return task, run_task(task)
-
-
-def _task_id(task: Task) -> str:
-    return task.task_id
-
-
-def _stored_as_they_arrive(results, store: TaskStore, lock: OutputLock):
-    """``(task, payload)`` pairs, each written to the store by this process (which holds
-    ``lock``) as it arrives; workers never write."""
-    try:
-        for task, payload in results:
-            store.save(task, payload, lock=lock)
-            yield task.task_id, payload
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:       # cancel what is still pending (Dask, joblib)
-            close()
-
-
 # ----------------------------------------------------------------------------- outputs
 FIG34_COLUMNS = ["figure", "setup", "k", "gamma", "eps1", "eps2", "L", "Q", "n_draws",
                  "grid_start", "grid_stop", "grid_step", "d_min", "draws_at_d_min",
@@ -212,10 +182,6 @@ def _decades_rows(tasks, payloads):
                      t.grid[0], "" if dmin is None else dmin, below,
                      lv[-1][1] if lv else 0, len(lv), res["total_draws"], res["bound"]])
     return rows
-
-
-def _progress(total, desc, enabled):
-    return tqdm(total=total, desc=desc, unit="task", disable=not enabled, dynamic_ncols=True)
 
 
 #: The most worker processes of one run (``jobs``, or ``workers`` of a local Dask cluster).
@@ -329,61 +295,12 @@ def _reproduce_tasks(figure, prof, tasks, out, lock, *, jobs, progress, schedule
                           jobs=jobs, scheduler=scheduler)
 
 
-@dataclass
-class _Run:
-    """What one run of the tasks leaves: every task's payload, what it computed and reused."""
-
-    payloads: dict
-    computed: list
-    reused: list
-    wall: float
-    cluster_workers: int | None
-
-
-def _run_tasks(figure, prof, tasks, store, lock, *, jobs, progress, scheduler, workers) -> _Run:
-    """Load the stored results, schedule the missing tasks (longest first) on the local joblib
-    workers or a Dask cluster, and store each result as it arrives."""
-    payloads = {}
-    for t in tasks:
-        rec = store.load(t)
-        if rec is not None:
-            payloads[t.task_id] = rec
-    reused = [t.task_id for t in tasks if t.task_id in payloads]
-    todo = [t for t in tasks if t.task_id not in payloads]
-    # Longest tasks first (large L, many draws) for a better parallel schedule.
-    todo.sort(key=lambda t: -t.L * (t.budget / t.L if t.budget else t.Q) * t.grid[0])
-    t0 = time.perf_counter()
-    computed = []
-    cluster_workers = None
-    bar = _progress(len(tasks), f"{figure} ({prof.name})", progress)
-    bar.update(len(reused))
-    try:
-        with contextlib.ExitStack() as stack:
-            if not todo:
-                results = ()
-            elif scheduler is not None:
-                # the workers compute; this process writes each result as it arrives
-                client = stack.enter_context(connect(
-                    scheduler, workers=None if scheduler != "local" else
-                    min(workers or os.cpu_count() or 1, len(todo))))
-                cluster_workers = n_workers(client)
-                results = run_on_cluster(client, run_task, todo, key=_task_id,
-                                         parent=os.getpid() if scheduler == "local" else None)
-            elif jobs == 1:
-                results = ((t, run_task(t)) for t in todo)
-            else:
-                # the workers compute; this process writes each result as it arrives
-                results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(_run_in_worker)(t, os.getpid()) for t in todo)
-            results = stack.enter_context(contextlib.closing(
-                _stored_as_they_arrive(results, store, lock)))
-            for tid, payload in results:
-                payloads[tid] = payload
-                computed.append(tid)
-                bar.update(1)
-    finally:
-        bar.close()
-    return _Run(payloads, computed, reused, time.perf_counter() - t0, cluster_workers)
+def _run_tasks(figure, prof, tasks, store, lock, *, jobs, progress, scheduler, workers) -> Run:
+    """Run the tasks through the experiments' one loop (:func:`~sattn.runs.runner.run_tasks`):
+    the missing ones longest first (large L, many draws) for a better parallel schedule."""
+    return run_tasks(tasks, run_task, store, lock, desc=f"{figure} ({prof.name})", jobs=jobs,
+                     progress=progress, scheduler=scheduler, workers=workers,
+                     cost=lambda t: t.L * (t.budget / t.L if t.budget else t.Q) * t.grid[0])
 
 
 def _figure_protocol(figure, prof, tasks) -> dict:

@@ -44,7 +44,7 @@ LAYERS = [
     {"sattn.experiments": ["target", "engine", "setups", "reference"],   # the d_min engine and
      "sattn.precision": ["formats", "forward", "thresholds"]},            # what to compute; Part III:
     #                                 the constructions in finite precision (uses both parts)
-    {"sattn.runs": ["host", "store", "cluster", "bench"]},   # the machinery that runs the experiments
+    {"sattn.runs": ["host", "store", "cluster", "runner", "bench"]},   # the machinery that runs the experiments
     {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
                            "prediction", "acceptance.design", "acceptance.analysis", "acceptance"]},
@@ -203,12 +203,23 @@ SCIENCE = ["sattn.experiments.target", "sattn.experiments.engine", "sattn.experi
            "sattn.experiments.prediction.checks", "sattn.experiments.acceptance.analysis"]
 
 
+def test_one_loop_runs_every_task_store():
+    """The lock/store/run loop is written once (:func:`sattn.runs.runner.run_tasks`): the modules
+    that run tasks into a store call it rather than loading, computing and saving themselves."""
+    paths = dict(MODULES)
+    for m in ("sattn.experiments.protocol", "sattn.frontier"):
+        text = paths[m].read_text()
+        assert "run_tasks(" in text and "store.save(" not in text and "store.load(" not in text, m
+    runner = paths["sattn.runs.runner"].read_text()
+    assert "store.save(" in runner and "store.load(" in runner
+
+
 def test_the_machinery_lives_in_its_own_subpackage():
     """The store, the cluster, the host process and the benchmark are in ``sattn.runs``; the
     science modules import none of the machinery's libraries (process pools, Dask, file locks,
     BLAS thread control): they run through ``sattn.runs``."""
     runs = {m for m, _ in MODULES if m.startswith(MACHINERY + ".")}
-    assert {f"{MACHINERY}.{m}" for m in ("store", "cluster", "host", "bench")} <= runs
+    assert {f"{MACHINERY}.{m}" for m in ("store", "cluster", "host", "runner", "bench")} <= runs
     assert not [m for m, _ in MODULES if m.startswith("sattn.experiments.")
                 and m.rsplit(".", 1)[-1] in ("store", "cluster", "bench", "host", "runner")]
     paths = dict(MODULES)
@@ -395,6 +406,7 @@ MODULE_ONLY = {
     "sattn.runs.bench": "the benchmark command",
     "sattn.runs.cluster": "the Dask runner of the engine",
     "sattn.runs.host": "the process a run runs in",
+    "sattn.runs.runner": "the one loop of every experiment",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
     "sattn.presentation.lab": "the lab command",
     "sattn.presentation.lab_contents": "the contents manager of the lab command",
