@@ -29,7 +29,8 @@ def test_runtime_dependencies_are_declared_and_the_extras_are_optional():
     assert {"numpy", "scipy", "matplotlib", "joblib", "threadpoolctl", "mpmath", "tqdm", "ml-dtypes",
             "ipywidgets"} <= names
     assert "dask" not in names and "jax" not in names          # extras, not requirements
-    assert set(meta["optional-dependencies"]) == {"dask", "jax"}
+    assert set(meta["optional-dependencies"]) == {"dask", "jax", "lab"}
+    assert "jupyterlab" not in names and "jupytext" not in names  # the lab command: an extra
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ def _env():
 
 def test_bench_is_a_module_of_the_package():
     pkg = Path(sattn.__file__).resolve().parent
-    assert Path(bench.__file__).resolve().parent == pkg / "experiments"
+    assert Path(bench.__file__).resolve().parent == pkg / "runs"
     assert callable(bench.main) and callable(bench.compare) and callable(bench.peak_memory)
     assert callable(bench.large) and callable(bench.batching)
 
