@@ -28,7 +28,8 @@ explicit imports below sit under ``if TYPE_CHECKING:`` (read by type checkers, n
 module's ``__getattr__`` imports a name's module on its first use, reading which module from those
 same lines. So ``import sattn`` is fast, and matplotlib's pyplot, IPython and ipywidgets load only
 when a plotting or widget function is used; ``sattn.<subpackage>`` (``sattn.experiments``, ...)
-is imported on first use the same way.
+is imported on first use the same way, and so is ``sattn.__version__`` (reading the package
+metadata takes about 0.1 s).
 
 **The naming rule for checks.** A function named ``check_*`` (or ``*_report``) *returns a report*:
 an instance of :class:`sattn.Result` whose ``ok`` says whether the property holds and whose
@@ -60,14 +61,13 @@ from __future__ import annotations
 
 import ast as _ast
 import importlib as _importlib
-from pathlib import Path as _Path
 from typing import TYPE_CHECKING
 
 from . import _deprecation as _deprecation
 from ._lazy import submodule
-from ._version import __version__ as __version__
 
 if TYPE_CHECKING:      # the flat API, module by module (imported on first use: see __getattr__)
+    from ._version import __version__ as __version__   # read from the package metadata (slow)
     from .errors import SizeTooLargeError
     from .results import ClaimFailed, Result, check
     from .rounding import (
@@ -206,11 +206,12 @@ __all__ = [
 
 def _flat_modules() -> dict[str, str]:
     """``{flat name: its module}``, read from the ``if TYPE_CHECKING:`` imports of this file."""
-    tree = _ast.parse(_Path(__file__).read_text(encoding="utf-8"))
+    with open(__file__, encoding="utf-8") as f:
+        tree = _ast.parse(f.read())
     block, = [node for node in tree.body if isinstance(node, _ast.If)
               and isinstance(node.test, _ast.Name) and node.test.id == "TYPE_CHECKING"]
     return {alias.name: f"{__name__}.{node.module}" for node in block.body
-            for alias in node.names}
+            for alias in node.names if alias.name != "__version__"}
 
 
 #: Where each flat name is defined: ``{name: module}``, in the order of ``__all__``.
@@ -227,6 +228,10 @@ DEPRECATED = {old: new for names in _deprecation.RENAMED.values() for old, new i
 def __getattr__(name: str):
     """``sattn.<name>``, imported on first use: a flat name from its module, a subpackage, or an
     old name in ``DEPRECATED`` (the new function, with a warning)."""
+    if name == "__version__":                # reading the package metadata takes ~0.1 s
+        value = _importlib.import_module(f"{__name__}._version").__version__
+        globals()[name] = value
+        return value
     if name in _FLAT_MODULES:
         value = getattr(_importlib.import_module(_FLAT_MODULES[name]), name)
         globals()[name] = value              # later look-ups skip this function

@@ -328,7 +328,7 @@ HEAVY = ("matplotlib", "matplotlib.pyplot", "IPython", "ipywidgets", "scipy", "m
 
 def test_import_sattn_is_light():
     """In a fresh interpreter ``import sattn`` loads none of HEAVY and no module of the package
-    but its root and the three small private helpers; the first use of a name loads its module."""
+    but its root and two small private helpers; the first use of a name loads its module."""
     code = ("import sys, json, sattn; before = sorted(sys.modules); sattn.heatmap; "
             "print(json.dumps([before, sorted(sys.modules)]))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -336,7 +336,8 @@ def test_import_sattn_is_light():
     before, after = json.loads(res.stdout)
     assert not set(HEAVY) & set(before), sorted(set(HEAVY) & set(before))
     own = sorted(m for m in before if m == "sattn" or m.startswith("sattn."))
-    assert own == ["sattn", "sattn._deprecation", "sattn._lazy", "sattn._version"], own
+    assert own == ["sattn", "sattn._deprecation", "sattn._lazy"], own
+    assert "importlib.metadata" not in before                 # sattn.__version__ reads it on use
     assert {"matplotlib.pyplot", "sattn.presentation.plotting"} <= set(after)
     assert not {"IPython", "ipywidgets"} & set(after), "plotting alone pulls in the widget stack"
 
