@@ -4,9 +4,12 @@ One subpackage per subject, imported in one direction only: argument validation 
 protocol (:mod:`sattn.results`) at the bottom; then the attention matrices (:mod:`sattn.attention`,
 row convention) and layers (:mod:`sattn.layers`, column convention); then the mathematics of
 Part I (:mod:`sattn.patterns`) and of Part II (:mod:`sattn.universality`), which do not import each
-other, beside the presentation helpers (:mod:`sattn.presentation`); then the experiments
-(:mod:`sattn.experiments`) beside the constructions in finite precision (:mod:`sattn.precision`);
-then the command line (``python -m sattn``). Every public function cites the equation or theorem it
+other, beside the presentation helpers (:mod:`sattn.presentation`); then the d_min engine and
+what the experiments compute (the lower modules of :mod:`sattn.experiments`) beside the
+constructions in finite precision (:mod:`sattn.precision`); then the machinery that runs them
+(:mod:`sattn.runs`: store, cluster, the one task loop, benchmark); then the protocols and the
+science of the experiments (the rest of :mod:`sattn.experiments`) and the width x bits frontier
+(:mod:`sattn.frontier`); then the command line (``python -m sattn``). Every public function cites the equation or theorem it
 implements and the chapter that explains it.
 
 **The flat API and its rule.** Every name in ``sattn.__all__`` is importable as ``sattn.<name>``,
