@@ -361,7 +361,7 @@ def main(quick=False, out=None) -> int:
     quick : bool
         Small sizes only (a smoke test).
     out : str or os.PathLike, optional
-        The JSON results file; checked before the run (:func:`~.store.validate_output_file`).
+        The JSON results file; checked before the run (:func:`~sattn.runs.store.validate_output_file`).
         None (the default) writes nothing.
 
     Returns
