@@ -27,7 +27,7 @@ PORT ?= 8000
 help:
 	@echo "make book           build the HTML book from the stored, executed notebooks into _build/html (sets everything up; executes nothing)"
 	@echo "make test           everything: lint, package tests, notebook checks, nbval (also with perturbed arithmetic), the -W book build, PDF, site tests"
-	@echo "make test-fast      the edit loop: lint, package tests without those marked slow, stored-notebook checks"
+	@echo "make test-fast      the edit loop: lint, package and notebook tests without those marked slow (a stale reliability figure only warns)"
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
 	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
@@ -41,7 +41,7 @@ help:
 	@echo "make linkcheck      check every internal link and anchor of _build/html"
 	@echo "make notebooks      re-execute every chapter into its stored .ipynb (the only target that executes chapters for the book)"
 	@echo "make pdf            the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
-	@echo "make status         re-measure the status page's reliability figures into data/reliability/ (commit them)"
+	@echo "make status         re-measure the stale reliability figures of the status page into data/reliability/ (ALL=1: all; commit them)"
 	@echo "make release        check, build, archive the site and tag v<version> (tools/release.py)"
 	@echo "make venv / vendor  only create .venv / only vendor the website JavaScript"
 	@echo "make clean          remove what the builds made (_build, _vendor)"
@@ -74,8 +74,9 @@ test-package: $(STAMP)
 test-fast: $(STAMP)
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sattn tests tools; \
-	$(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
-	$(BIN)/python -m pytest tests/notebooks -q; \
+	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
+	$(BIN)/python -m pytest tests/notebooks -q -m "not slow"; \
+	$(BIN)/python tests/reliability.py check --warn; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 
 test-notebooks: $(STAMP)
@@ -141,16 +142,22 @@ test: $(STAMP) $(VENDOR)
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
 # The status page's reliability figures: the tests marked `reliability` write them into
-# data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
-# tests/package/test_status_figures.py fails when the stored figures are stale for the code.
+# data/reliability/. Only the stale figures (measured on other code; tests/reliability.py) and marked
+# tests without a figure are re-measured (ALL=1: every one); their new figures replace the old ones
+# only when every test run passed. Commit the result; tests/package/test_status_figures.py fails
+# under make test when a stored figure is stale for the code (make test-fast only warns).
 status: $(STAMP) $(VENDOR)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
-	bash tools/install_browser.sh
-	rm -rf data/reliability.new && mkdir -p data/reliability.new
-	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest tests -m reliability \
-	  -q -p no:cacheprovider
-	rm -rf data/reliability && mv data/reliability.new data/reliability
-	@echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
+	@tests=$$($(BIN)/python tests/reliability.py to-measure $(if $(ALL),--all)); \
+	if [ -z "$$tests" ]; then echo "make status: every figure in data/reliability/ is fresh"; exit 0; fi; \
+	echo "make status: measuring"; printf '  %s\n' $$tests; \
+	test -f _build/html/index.html || $(MAKE) --no-print-directory book; \
+	bash tools/install_browser.sh; \
+	rm -rf data/reliability.new && mkdir -p data/reliability.new; \
+	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest $$tests -m reliability \
+	  -q -p no:cacheprovider; \
+	mv data/reliability.new/*.json data/reliability/ && rmdir data/reliability.new; \
+	$(BIN)/python tests/reliability.py check; \
+	echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all

@@ -70,6 +70,7 @@ def test_every_stored_notebook_is_a_page_and_no_md_of_a_pair_is():
     assert "chapters/intro" not in pairs and "chapters/status" not in pairs
 
 
+@pytest.mark.slow
 def test_the_plugin_records_a_real_nbval_run(tmp_path):
     """nbval on a small real notebook, with the plugin: every cell passed, the file's hash, its time;
     a notebook whose stored output is wrong is recorded as failed."""
@@ -135,6 +136,7 @@ def _build(src, record=None):
     return proc.returncode, proc.stdout + proc.stderr, open(page).read() if os.path.exists(page) else ""
 
 
+@pytest.mark.slow
 def test_the_build_reads_the_stored_notebook_and_refuses_one_nbval_did_not_verify(tmp_path):
     """A small book: the page of a pair comes from its .ipynb (the stored output, not a new run:
     the .ipynb is edited to print 43 and the page shows 43), the status table shows nbval's time
