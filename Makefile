@@ -129,17 +129,11 @@ screenshots: $(STAMP) $(VENDOR)
 	bash tools/install_browser.sh
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
-# Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
+# Each stage is timed by tools/suite_times.py (the times are printed at the end and kept in
+# _build/test_times.txt); `python tools/suite_times.py test-fast book` times any other targets.
 STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
-	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
-	for stage in $(STAGES); do \
-	  t0=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$stage; \
-	  echo "  $$stage: $$(( $$(date +%s) - t0 )) s" >> _build/test_times.txt; \
-	done; \
-	echo "make test: stage times"; cat _build/test_times.txt; \
-	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
+	$(BIN)/python tools/suite_times.py $(STAGES)
 
 # The status page's reliability figures: the tests marked `reliability` write them into
 # data/reliability/. Only the stale figures (measured on other code; tests/reliability.py) and marked
