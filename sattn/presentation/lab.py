@@ -211,8 +211,6 @@ def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
         portable_notebook(nb)
 
 
-
-
 def lab_command(folder: str = "chapters", args: list[str] | None = None, *,
                 host: str = "127.0.0.1") -> list[str]:
     """The ``jupyter lab`` command line that ``python -m sattn lab`` runs.

@@ -151,7 +151,6 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
     return out
 
 
-
 def notebook_offer(page) -> dict:
     """What a chapter page offers for running it: its first .ipynb link, fetched as the reader's
     browser would, and the text of its run panel (read during the page's one visit)."""
