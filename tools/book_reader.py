@@ -191,6 +191,7 @@ def _page_context(app, pagename, templatename, context, doctree):
             # offered next to it is still the .md that people edit (Sphinx copies the page's own
             # file under this name; _copy_md_sources puts the .md there when the build ends)
             context["sourcename"] = pagename + ".md"
+            context["page_source_suffix"] = ".md"
     body = context.get("body", "")
     has_live = f"tag_{LIVE_TAG}" in body
     end = body.find("</h1>")
