@@ -2,9 +2,10 @@
 (tests/site/page_overflow.js: the document's scrollWidth against its clientWidth, so nothing at all
 makes a reader scroll the whole page sideways -- a long inline literal, a table, a code line), and
 no display equation, table, widget, output image or printed output sticks out of its column unless
-it has a scroll bar of its own (tests/site/overflow_check.js). test_browser.py opens every page at
-1280 px and runs the column check there. Every HTML page of the build is opened (found anew on each
-run), except the redirect stubs of moved pages, which hold nothing but a meta refresh."""
+it has a scroll bar of its own (tests/site/overflow_check.js). Every page is loaded once for both
+widths (tests/site/page_visits.py, shared with test_browser.py): checked at 1280 px, then narrowed
+to 390 px for these checks. Every HTML page of the build is checked (found anew on each run),
+except the redirect stubs of moved pages, which hold nothing but a meta refresh."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import re
 import pytest
 
 from conftest import built_pages
+from page_visits import NARROW
 
 import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
 OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
 PAGE_JS = open(os.path.join(HERE, "page_overflow.js"), encoding="utf-8").read()
-WIDTHS = (390,)
+WIDTHS = tuple(w for w, _ in NARROW)
 REFRESH = re.compile(r'http-equiv="refresh"', re.I)
 
 
@@ -35,20 +36,9 @@ def _content_pages(html_dir=None):
 PAGES = _content_pages()
 
 
-@pytest.fixture(scope="module")
-def overflows(html_dir) -> dict:
-    out = {}
-    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
-        for width in WIDTHS:
-            ctx = browser_mod.new_context(browser, viewport=(width, 844))
-            page = ctx.new_page()
-            for name in _content_pages(html_dir):
-                page.goto(base + name, wait_until="load")
-                page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
-                out[(width, name)] = page.evaluate(OVERFLOW_JS)
-                out[(width, name, "page")] = page.evaluate(PAGE_JS)
-            ctx.close()
-    return out
+def _narrow(visits, width, name) -> dict:
+    assert name in visits and width in visits[name].narrow, f"{name} was not checked at {width} px"
+    return visits[name].narrow[width]
 
 
 def test_every_page_is_checked(html_dir):
@@ -61,8 +51,8 @@ def test_every_page_is_checked(html_dir):
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
-def test_page_no_wider_than_the_window(overflows, width, name):
-    bad = overflows[(width, name, "page")]
+def test_page_no_wider_than_the_window(visits, width, name):
+    bad = _narrow(visits, width, name)["page"]
     assert not bad, (f"{name} at {width} px is {bad['width']} px wide ({bad['room']} px of window): "
                      "the reader scrolls the whole page sideways. Reaching beyond the edge:\n  "
                      + "\n  ".join(bad["culprits"]))
@@ -70,8 +60,8 @@ def test_page_no_wider_than_the_window(overflows, width, name):
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
-def test_nothing_overflows_its_column(overflows, width, name):
-    bad = overflows[(width, name)]
+def test_nothing_overflows_its_column(visits, width, name):
+    bad = _narrow(visits, width, name)["column"]
     assert not bad, (f"{name} at {width} px: {len(bad)} element(s) wider than their column and "
                      "without a scroll bar of their own:\n"
                      + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px "
