@@ -23,7 +23,7 @@ import scipy
 
 from sattn.experiments.acceptance import load_acceptance
 from sattn.experiments.prediction import row_exact
-from sattn.experiments.prediction.acceptance_model import point_predictions
+from sattn.experiments.acceptance.row_model_test import point_predictions
 
 N_IS = 1 << 16
 SEED = 0

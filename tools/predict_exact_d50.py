@@ -3,8 +3,8 @@
 Usage: PYTHONPATH=. python tools/predict_exact_d50.py [OUT.json]
 
 For each setting and length: the model's d_50 of each acceptance target (probit interpolation of
-the exact model's p(d) between integer widths, sattn.experiments.prediction.acceptance_model), their
-mean, and the numerical error. Nothing here reads a measurement.
+the exact model's p(d) between integer widths, sattn.experiments.acceptance.row_model_test),
+their mean, and the numerical error. Nothing here reads a measurement.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import scipy
 
 import sattn
 from sattn.experiments.prediction import row_exact
-from sattn.experiments.prediction.acceptance_model import setting_d50
+from sattn.experiments.acceptance.row_model_test import setting_d50
 
 SETTINGS = ["k1-g1-e3-0.9", "k2-g1-e7-0.5", "k2-g2-e7-0.5"]
 LENGTHS = [65536, 131072]

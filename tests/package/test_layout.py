@@ -40,9 +40,10 @@ LAYERS = [
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
      "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
-                           "laws", "bench", "prediction.results", "prediction.row_model",
+                           "laws", "bench", "prediction.results", "prediction.row_model", "prediction.row_exact",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
-                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"],
+                           "prediction", "acceptance.design", "acceptance.analysis",
+                           "acceptance.row_model_test", "acceptance"],
      "sattn.precision": ["formats", "forward", "thresholds"]},  # Part III: uses both parts,
     #                                 independent of the experiments
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
@@ -316,6 +317,8 @@ MODULE_ONLY = {
     "sattn.experiments.bench": "the benchmark command",
     "sattn.experiments.cluster": "the Dask runner of the engine",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
+    "sattn.experiments.prediction.row_exact": "the exact evaluation behind method='exact'",
+    "sattn.experiments.acceptance.row_model_test": "the row model's registered test, reached as a module",
     "sattn.presentation.lab": "the lab command",
     "sattn.presentation.lab_contents": "the contents manager of the lab command",
 }

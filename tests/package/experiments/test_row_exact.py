@@ -11,7 +11,7 @@ import scipy.special as spc
 import scipy.stats as sst
 
 from sattn.experiments import prediction as pr
-from sattn.experiments.prediction import likelihood_test as mt
+from sattn.experiments.acceptance import row_model_test as mt
 from sattn.experiments.prediction import row_exact as rx
 from sattn.experiments.prediction import row_model as rm
 

@@ -1,6 +1,14 @@
-"""A likelihood test of the row model against measured acceptance counts.
+"""The row model against the measured acceptance curves: its probability at every measured point,
+its d_50 at any length, and the registered likelihood test of the model.
 
-The registered test (the book's registration of the row-model test, :ref:`ch-prediction`):
+**Point predictions and d_50.** The exact model (:func:`~sattn.draw_success_probability`,
+``method="exact"``) at the acceptance experiment's targets. The experiment measures ``d_50`` per
+target as the 50% point of a curve fitted to the accepted shares, and per ``(setting, L)`` the
+mean over the targets; the model's counterpart is, per target, the crossing of ``p = 1/2``
+interpolated linearly in the probit ``Phi^{-1}(p)`` between the integer widths around it, and
+the mean over the targets.
+
+**The registered test.**
 
 * **Statistic.** For a group of points ``i`` (one setting), the binomial deviance of the
   measured counts ``y_i`` of ``n_i`` draws under the model's probabilities ``p_i``,
@@ -27,6 +35,7 @@ The model is the book's own (:ref:`ch-prediction`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,10 +43,121 @@ import scipy.special as spc
 
 from ..._validate import check_int, check_real, check_rng
 from ...results import Result
+from ..prediction.dmin import draw_success_probability
+from ..setups import SETUPS, ExperimentError
+from ..target import prepare_target
+from .analysis import wilson_interval
+from .design import AcceptanceTask
 
+# Machinery reached as a module (sattn.experiments.acceptance.row_model_test): nothing is flat.
 __flat__: list[str] = []
-__all__ = [*__flat__, "binomial_deviance", "ModelTest", "model_test", "calibrate_model_test",
+__all__ = [*__flat__, "acceptance_target", "point_predictions", "target_d50", "setting_d50",
+           "binomial_deviance", "ModelTest", "model_test", "calibrate_model_test",
            "wilson_outside", "expected_outside", "P_FLOOR"]
+
+
+def acceptance_target(setup, L, target):
+    """The target that the acceptance experiment uses for ``(setup, L, target)``, prepared."""
+    if setup not in SETUPS:
+        raise ExperimentError(f"unknown setup {setup!r}; valid names: {', '.join(SETUPS)}")
+    s = SETUPS[setup]
+    L = check_int("L", L, low=64, high=1 << 18)
+    target = check_int("target", target, low=0)
+    task = AcceptanceTask(s, L, target, (), 1, ())
+    return prepare_target(task.target_task().sample_target(), s.eps1, s.eps2)
+
+
+def target_d50(t, *, n_samples=1 << 17, seed=0, start=None) -> dict:
+    """The exact model's ``d_50`` of one prepared target (probit interpolation), with its error.
+
+    Returns
+    -------
+    dict
+        ``d50`` (real), ``d_lo``/``d_hi`` (the integer widths around the crossing), ``p_lo``,
+        ``p_hi``, ``se_log_p`` (numerical error of ``ln p`` at both), and ``err_d50``: the width
+        shift that moves ``ln p`` by that error (slope of ``ln p`` between ``d_lo`` and ``d_hi``).
+    """
+    def at(d):
+        return draw_success_probability(t, t.eps1, t.eps2, d, n_samples=n_samples, seed=seed,
+                                        method="exact")
+    lo, hi = t.k_max, t.L - t.k_max
+    d = max(lo, min(hi, start if start is not None else lo))
+    # bracket by doubling steps from the start, then bisect (p(d) increases in d)
+    step = 1
+    if at(d).p >= 0.5:
+        while d > lo and at(max(lo, d - step)).p >= 0.5:
+            d, step = max(lo, d - step), 2 * step
+        a, b = max(lo, d - step), d
+    else:
+        while at(min(hi, d + step)).p < 0.5:
+            if d + step >= hi:
+                raise ValueError(f"p(d) < 1/2 up to d = L - k = {hi}")
+            d, step = d + step, 2 * step
+        a, b = d, min(hi, d + step)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if at(mid).p >= 0.5:
+            b = mid
+        else:
+            a = mid
+    pa, pb = at(a), at(b)
+    if pa.p >= 0.5:                           # the crossing is at the bottom of the range
+        return {"d50": float(a), "d_lo": a, "d_hi": a, "p_lo": pa.p, "p_hi": pa.p,
+                "se_log_p": pa.se_log_p, "err_d50": 0.0}
+    za, zb = float(spc.ndtri(pa.p)), float(spc.ndtri(pb.p))
+    d50 = a + (0.0 - za) / (zb - za)
+    slope = pb.log_p - pa.log_p               # d ln p / d d between the two widths
+    se = max(pa.se_log_p, pb.se_log_p)
+    return {"d50": d50, "d_lo": a, "d_hi": b, "p_lo": pa.p, "p_hi": pb.p, "se_log_p": se,
+            "err_d50": se / slope if slope > 0 else math.inf}
+
+
+def setting_d50(setup, L, *, targets=(0, 1, 2), n_samples=1 << 17, seed=0, start=None) -> dict:
+    """The exact model's ``d_50`` of a setting at length ``L``: the mean over the acceptance
+    experiment's targets of :func:`target_d50`, and its numerical error (the targets' errors
+    added, as if fully correlated: they share the importance samples)."""
+    per = []
+    for tg in targets:
+        r = target_d50(acceptance_target(setup, L, tg), n_samples=n_samples, seed=seed,
+                       start=start)
+        start = r["d_lo"]
+        per.append({"target": tg, **r})
+    n = len(per)
+    return {"setup": setup, "L": L, "d50": sum(r["d50"] for r in per) / n,
+            "err_d50": sum(r["err_d50"] for r in per) / n, "per_target": per}
+
+
+def point_predictions(rows, *, n_samples=1 << 16, seed=0, progress=None) -> list[dict]:
+    """The exact model's ``p`` and its error of ``ln p`` at every measured point.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of the acceptance CSV (``setup, L, target, d, draws, successes``).
+    n_samples, seed
+        Importance samples and their seed (:func:`~sattn.draw_success_probability`,
+        ``method="exact"``).
+    progress : callable, optional
+        Called with ``(done, total)`` after each point.
+
+    Returns
+    -------
+    list of dict
+        One per row, in order: the row's keys and ``p``, ``se_log_p``, ``expected_failures``.
+    """
+    targets, out = {}, []
+    for i, r in enumerate(rows):
+        key = (r["setup"], r["L"], r["target"])
+        if key not in targets:
+            targets[key] = acceptance_target(*key)
+        t = targets[key]
+        pr = draw_success_probability(t, t.eps1, t.eps2, int(r["d"]), n_samples=n_samples,
+                                      seed=seed, method="exact")
+        out.append({**r, "p": pr.p, "se_log_p": pr.se_log_p,
+                    "expected_failures": pr.expected_failures})
+        if progress is not None:
+            progress(i + 1, len(rows))
+    return out
 
 #: Model probabilities are kept in ``[P_FLOOR, 1 - P_FLOOR]`` inside the deviance (a count that a
 #: probability of exactly 0 or 1 forbids then costs a large but finite deviance).
@@ -227,7 +347,6 @@ def calibrate_model_test(n, p, se, groups, *, deltas=(0.0, 0.1, 0.2), reps=200, 
 
 def wilson_outside(y, n, p, level=0.95):
     """Over-/under-prediction flags: ``p`` above / below the Wilson interval of ``y / n``."""
-    from ..acceptance.analysis import wilson_interval     # acceptance imports this package
     lo, hi = wilson_interval(y, n, level)
     p = np.asarray(p, float)
     return p > hi, p < lo
