@@ -35,8 +35,12 @@ The model is the book's own (:ref:`ch-prediction`).
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.special as spc
@@ -53,7 +57,7 @@ from .design import AcceptanceTask
 __flat__: list[str] = []
 __all__ = [*__flat__, "acceptance_target", "point_predictions", "target_d50", "setting_d50",
            "binomial_deviance", "ModelTest", "model_test", "calibrate_model_test",
-           "wilson_outside", "expected_outside", "P_FLOOR"]
+           "wilson_outside", "expected_outside", "load_point_predictions", "P_FLOOR"]
 
 
 def acceptance_target(setup, L, target):
@@ -143,7 +147,9 @@ def point_predictions(rows, *, n_samples=1 << 16, seed=0, progress=None) -> list
     Returns
     -------
     list of dict
-        One per row, in order: the row's keys and ``p``, ``se_log_p``, ``expected_failures``.
+        One per row, in order: the row's keys and ``p``, ``se_log_p``, ``expected_failures``,
+        ``max_rel_err`` (the largest relative numerical error of a row type's failure
+        probability: the estimator's resolution against what it estimates).
     """
     targets, out = {}, []
     for i, r in enumerate(rows):
@@ -154,7 +160,8 @@ def point_predictions(rows, *, n_samples=1 << 16, seed=0, progress=None) -> list
         pr = draw_success_probability(t, t.eps1, t.eps2, int(r["d"]), n_samples=n_samples,
                                       seed=seed, method="exact")
         out.append({**r, "p": pr.p, "se_log_p": pr.se_log_p,
-                    "expected_failures": pr.expected_failures})
+                    "expected_failures": pr.expected_failures,
+                    "max_rel_err": max(f.rel_err for f in pr.row_failures)})
         if progress is not None:
             progress(i + 1, len(rows))
     return out
@@ -362,3 +369,36 @@ def expected_outside(n, p, se, groups, *, reps=2000, rng=None):
     ov, un = wilson_outside(ys, n[None, :], p[None, :])
     return ov.mean(axis=0), un.mean(axis=0)
 
+
+
+def load_point_predictions(data_dir="data") -> dict:
+    """The stored exact-model predictions (``acceptance_model.csv``, written by
+    ``tools/predict_acceptance_points.py``) after checking the file against its manifest.
+
+    Returns
+    -------
+    dict
+        ``{(setup, L, target, d): {"p", "se_log_p", "expected_failures", "max_rel_err",
+        "n_samples"}}``.
+
+    Raises
+    ------
+    ValueError
+        A missing file or a checksum that differs from the manifest's.
+    """
+    data = Path(data_dir)
+    path, man = data / "acceptance_model.csv", data / "acceptance_model_manifest.json"
+    if not path.exists() or not man.exists():
+        raise ValueError(f"{path} and {man} are needed (run tools/predict_acceptance_points.py)")
+    want = json.loads(man.read_text())["sha256"]
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        raise ValueError(f"{path}: checksum {got} differs from the manifest's {want}")
+    out = {}
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            out[(r["setup"], int(r["L"]), int(r["target"]), int(r["d"]))] = {
+                "p": float(r["p"]), "se_log_p": float(r["se_log_p"]),
+                "expected_failures": float(r["expected_failures"]),
+                "max_rel_err": float(r["max_rel_err"]), "n_samples": int(r["n_samples"])}
+    return out

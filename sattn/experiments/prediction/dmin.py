@@ -158,7 +158,8 @@ def _exact_draw(t, d, n_samples, seed) -> DrawPrediction:
             log_p += cnt * math.log1p(-r.fail)
             se += cnt * r.err / (1.0 - r.fail)
     return DrawPrediction(L=t.L, d=d, p=math.exp(log_p), log_p=log_p, expected_failures=fails,
-                          se_log_p=se, types=types, n_samples=n_samples)
+                          se_log_p=se, types=types, n_samples=n_samples, method="exact",
+                          row_failures=res)
 
 
 def _search_law(widths, p, n):
@@ -332,7 +333,7 @@ def sample_target(setup, L, *, root_seed=ROOT_SEED):
 
 
 def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
-                  n_samples=_DEFAULT_SAMPLES, seed=0) -> DminPrediction:
+                  n_samples=_DEFAULT_SAMPLES, seed=0, method="sampled") -> DminPrediction:
     """Predicted d_min for a named setup at length ``L``, on the target the experiments sample.
 
     Parameters
@@ -348,7 +349,7 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     root_seed : int, default ROOT_SEED
         Root seed of the target (the experiments': the target is
         ``sample_sparse(L, k, gamma, draw_generator(root_seed, (setup_key, L, 0)))``).
-    n_samples, seed
+    n_samples, seed, method
         As in :func:`draw_success_probability`.
 
     Returns
@@ -360,4 +361,5 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     if widths is None:
         widths = grid_values(task.grid)
     t = sample_target(setup, L, root_seed=root_seed)
-    return predict_dmin(t, t.eps1, t.eps2, widths, n_draws, n_samples=n_samples, seed=seed)
+    return predict_dmin(t, t.eps1, t.eps2, widths, n_draws, n_samples=n_samples, seed=seed,
+                        method=method)
