@@ -259,6 +259,14 @@ class ModelTest(Result):
 
     @property
     def message(self) -> str:
+        """One line: the verdict on the whole and the rejected groups."""
+        rej = ", ".join(self.rejected) if self.rejected else "none"
+        return (f"row model vs {int(self.n_points.sum())} points: total deviance {self.total:.1f} "
+                f"(null mean {self.total_null_mean:.1f}, p = {self.total_p:.4f}); groups "
+                f"rejected at {self.level:g} / {len(self.groups)}: {rej}")
+
+    def table(self) -> str:
+        """Per group: points, deviance, null mean, p-value and decision, one line each."""
         lines = [f"{'group':15s} {'points':>6s} {'deviance':>9s} {'null mean':>9s} "
                  f"{'p-value':>8s}  decision (level {self.level:g} / {len(self.groups)})"]
         for g, m, d, e, pv in zip(self.groups, self.n_points, self.deviance, self.null_mean,

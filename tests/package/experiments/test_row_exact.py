@@ -139,4 +139,5 @@ def test_model_test_rejects_a_wrong_model_and_keeps_a_true_one():
     bad = mt.model_test(y_wrong, n, p, se, groups, n_boot=400, rng=rng)
     assert bad.total_p < 0.01 and len(bad.rejected) == 3 and not bad.ok
     assert ok.total_p > 0.01
-    assert "rejected" in bad.message
+    assert "rejected" in bad.message and "\n" not in bad.message
+    assert bad.table().count("\n") == 4 and "rejected" in bad.table()
