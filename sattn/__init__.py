@@ -131,7 +131,7 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
     )
     from .experiments.target import draw_generator
     from .experiments.engine import FastEngine, DrawOutcome, LevelResult
-    from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks
+    from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks, describe_setup
     from .runs.store import StoreError, StoreWarning
     from .experiments.reference import reference_level
     from .experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
@@ -190,7 +190,7 @@ __all__ = [
     'quantizer_ffn', 'TwoLayerModel', 'UniversalApproximationReport', 'two_layer_approximation',
     'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'PrecomputedExplorer', 'LiveExplorer',
     'precomputed_explorer', 'live_explorer', 'draw_generator', 'FastEngine', 'DrawOutcome',
-    'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'StoreError',
+    'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'describe_setup', 'StoreError',
     'StoreWarning', 'reference_level', 'fit_dmin_log', 'load_figure', 'reproduce', 'run_task',
     'LAWS', 'LawFit', 'LawJudgement', 'fit_law', 'judge_laws', 'DrawPrediction', 'DminPrediction',
     'ModelCheck', 'Comparison', 'RowTypes', 'regular_row_types', 'stream_regular_blocks',

@@ -45,9 +45,10 @@ LAYERS = [
      "sattn.precision": ["formats", "forward", "thresholds"]},            # what to compute; Part III:
     #                                 the constructions in finite precision (uses both parts)
     {"sattn.runs": ["host", "store", "cluster", "runner", "bench"]},   # the machinery that runs the experiments
-    {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model",
+    {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model", "prediction.row_exact",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
-                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"]},
+                           "prediction", "acceptance.design", "acceptance.analysis",
+                           "acceptance.row_model_test", "acceptance"]},
     #                                 the protocols and the science, above the machinery
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
     {"sattn.__main__": []},
@@ -409,6 +410,8 @@ MODULE_ONLY = {
     "sattn.runs.host": "the process a run runs in",
     "sattn.runs.runner": "the one loop of every experiment",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
+    "sattn.experiments.prediction.row_exact": "the exact evaluation behind method='exact'",
+    "sattn.experiments.acceptance.row_model_test": "the row model's registered test, reached as a module",
     "sattn.presentation.lab": "the lab command",
     "sattn.presentation.lab_contents": "the contents manager of the lab command",
 }

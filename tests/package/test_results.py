@@ -58,7 +58,7 @@ RESULT_CLASSES = {
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
-    "Certified",
+    "Certified", "ModelTest",
 }
 
 
@@ -126,6 +126,7 @@ def _instances():
         acceptance.boxcox_profile(Ls, 20 * np.log(Ls) - 40, np.full(Ls.shape, 0.25)),
         acceptance.decide("s", Ls, 4 * (Ls ** 0.3 - 1) / 0.3, np.full(Ls.shape, 0.25), df=20),
         acceptance.Calibration("s", (64, 128), 2, {0.0: 0.5, 0.3: 1.0}),
+        acceptance.model_test([1, 3], [4, 4], [0.3, 0.6], [0.0, 0.0], ["a", "a"], n_boot=99),
     ]
 
 

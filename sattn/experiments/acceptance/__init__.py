@@ -40,8 +40,8 @@ names.
 
 from __future__ import annotations
 
-from . import analysis, design
+from . import analysis, design, row_model_test
 
-__all__ = [*design.__all__, *analysis.__all__]
-globals().update({name: getattr(module, name) for module in (design, analysis)
+__all__ = [*design.__all__, *analysis.__all__, *row_model_test.__all__]
+globals().update({name: getattr(module, name) for module in (design, analysis, row_model_test)
                   for name in module.__all__})
