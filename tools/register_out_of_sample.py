@@ -66,5 +66,35 @@ def main() -> None:
     print(f"wrote {path.relative_to(ROOT)}")
 
 
+def add_exact_model() -> None:
+    """The second registration: the row model's predictions joined to the fitted laws', and
+    what the rule would decide among all four (written to
+    ``data/registration/out_of_sample_exact_model.json``)."""
+    rows = load_acceptance(ROOT / "data")
+    if max(r["L"] for r in rows) > 32768 or (ROOT / "data/out_of_sample/acceptance.csv").exists():
+        raise SystemExit("curves above L = 32768 exist already: too late to register")
+    curves = curves_by_setting(rows)
+    model = oos.exact_model_predictions(ROOT / "data/registration/predictions_exact_model.json")
+    out = {"added_to": "data/registration/out_of_sample.json", "model": oos.EXACT_MODEL,
+           "source": "data/registration/predictions_exact_model.json", "methods": {}}
+    for method in ("loglog", "probit", "isotonic"):
+        per, vms = [], []
+        for name, extra in zip(oos.OOS_SETUPS, model):
+            L, y, v, _ = analyse_setting_link(curves[name], method)
+            P = oos.model_predictions(L, y, v)
+            P.update(extra)
+            per.append(P)
+            vms.append((float(np.sqrt(v[-1]) / y[-1]) * P["boxcox"]["pred"]) ** 2)
+        allp = oos.concat_predictions(per)
+        vm = np.concatenate(vms)
+        out["methods"][method] = {
+            "expected_outcomes_all_points": oos.expected_outcomes(allp, vm),
+            "expected_outcomes_k1_only": oos.expected_outcomes(per[0], vms[0])}
+    path = ROOT / "data/registration/out_of_sample_exact_model.json"
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    add_exact_model() if sys.argv[1:] == ["--exact-model"] else main()

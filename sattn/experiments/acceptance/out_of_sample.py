@@ -21,6 +21,8 @@ References
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -237,3 +239,41 @@ def expected_outcomes(predictions: dict, measured_var, *, reps=2000, seed=OOS_SE
 
 
 __all__.append("expected_outcomes")
+
+
+#: The name of the book's row model, evaluated exactly, among the registered predictions (added
+#: by a second, separately dated registration).
+EXACT_MODEL = "row_model"
+
+
+def exact_model_predictions(path, *, setups=OOS_SETUPS, lengths=OOS_LENGTHS) -> list[dict]:
+    """The row model's registered ``d_50`` (a JSON file of registered predictions: entries with
+    ``setup``, ``L``, ``d50`` and its numerical error ``err_d50``), one dict per setting in the
+    order of ``setups``: ``{EXACT_MODEL: {"pred", "cov", "sd"}}`` over ``lengths``, the
+    covariance diagonal (the numerical errors of different lengths are separate computations).
+
+    Raises
+    ------
+    ValueError
+        A (setting, length) without a registered prediction, or a negative error.
+    """
+    rec = json.loads(Path(path).read_text())
+    got = {(p["setup"], int(p["L"])): p for p in rec["predictions"]}
+    out = []
+    for name in setups:
+        pred, err = [], []
+        for L in lengths:
+            if (name, int(L)) not in got:
+                raise ValueError(f"{path}: no registered prediction for {name} at L = {L}; "
+                                 f"it holds {sorted(got)}")
+            p = got[(name, int(L))]
+            if not p["err_d50"] >= 0:
+                raise ValueError(f"{path}: negative or missing error for {name} at L = {L}")
+            pred.append(float(p["d50"]))
+            err.append(float(p["err_d50"]))
+        e = np.array(err)
+        out.append({EXACT_MODEL: {"pred": np.array(pred), "cov": np.diag(e ** 2), "sd": e}})
+    return out
+
+
+__all__ += ["EXACT_MODEL", "exact_model_predictions"]

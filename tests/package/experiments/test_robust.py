@@ -179,3 +179,25 @@ def test_manifest_records_each_curves_time_and_peak_memory(tmp_path):
     for rec in man["per_task"].values():
         assert rec["seconds"] > 0 and rec["peak_rss_mib"] > 10
     assert man["registration"] == "docs/registration/acceptance.md"
+
+
+def test_exact_model_predictions_are_read_and_checked(tmp_path):
+    import json
+    recs = [{"setup": s, "L": L, "d50": 10.0 + i, "err_d50": 0.5}
+            for i, (s, L) in enumerate((s, L) for s in oos.OOS_SETUPS for L in oos.OOS_LENGTHS)]
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"predictions": recs}))
+    out = oos.exact_model_predictions(p)
+    assert len(out) == len(oos.OOS_SETUPS)
+    np.testing.assert_allclose(out[1][oos.EXACT_MODEL]["pred"], [12.0, 13.0])
+    np.testing.assert_allclose(out[0][oos.EXACT_MODEL]["cov"], np.eye(2) * 0.25)
+    p.write_text(json.dumps({"predictions": recs[:-1]}))
+    with pytest.raises(ValueError, match="no registered prediction"):
+        oos.exact_model_predictions(p)
+
+
+def test_registered_row_model_file_holds_every_registered_point():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[3]
+    out = oos.exact_model_predictions(root / "data/registration/predictions_exact_model.json")
+    assert all(np.isfinite(o[oos.EXACT_MODEL]["pred"]).all() for o in out)
