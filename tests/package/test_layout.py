@@ -42,7 +42,8 @@ LAYERS = [
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
                            "laws", "bench", "prediction.results", "prediction.row_model",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
-                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"],
+                           "prediction", "acceptance.design", "acceptance.analysis",
+                           "acceptance.robust", "acceptance.out_of_sample", "acceptance"],
      "sattn.precision": ["formats", "forward", "thresholds"]},  # Part III: uses both parts,
     #                                 independent of the experiments
     {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
@@ -313,6 +314,8 @@ def test_every_exception_and_warning_is_flat():
 MODULE_ONLY = {
     "sattn.experiments.acceptance.design": "the pre-registered experiment, reached as a module",
     "sattn.experiments.acceptance.analysis": "its registered analysis, reached as a module",
+    "sattn.experiments.acceptance.robust": "the analyses beside the registered one, as a module",
+    "sattn.experiments.acceptance.out_of_sample": "the registered out-of-sample decision, as a module",
     "sattn.experiments.bench": "the benchmark command",
     "sattn.experiments.cluster": "the Dask runner of the engine",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",

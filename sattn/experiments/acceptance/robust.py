@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import expit, log_expit, log_ndtr, ndtr, ndtri
 from scipy.stats import chi2 as chi2_dist
 from scipy.stats import f as f_dist
+from scipy.stats import t as t_dist
 
 from ..._validate import check_int, check_real, check_rng
 from ...results import Result
@@ -379,7 +380,6 @@ class LogLogFit:
 
     def b_interval(self, level=0.95, df=None):
         """Interval of the ``ln ln L`` coefficient (normal, or t with ``df``)."""
-        from scipy.stats import t as t_dist
         z = ndtri(0.5 + level / 2) if df is None else t_dist.ppf(0.5 + level / 2, df)
         se = math.sqrt(self.cov[1, 1])
         return self.coef[1] - z * se, self.coef[1] + z * se
