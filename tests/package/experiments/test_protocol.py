@@ -235,7 +235,7 @@ def test_parameter_mismatch_is_refused(tmp_path):
     (["reproduce", "fig3", "--lengths", "256", "128"], "strictly increasing"),
     (["reproduce", "fig3", "--lengths", "128", "128"], "strictly increasing"),
     (["reproduce", "fig3", "--lengths", "16"], "outside the supported range"),
-    (["reproduce", "fig3", "--lengths", "70000"], "outside the supported range"),
+    (["reproduce", "fig3", "--lengths", "200000"], "outside the supported range"),
     (["reproduce", "fig3", "--profile", "huge"], "unknown profile"),
     (["reproduce", "fig3", "--jobs", "0"], "jobs must be"),
 ])
