@@ -357,7 +357,7 @@ def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
     (dict(budget=10 ** 6), "outside the supported range"),
     (dict(budget=2.5), "must be an integer"),
     (dict(lengths=[32]), "outside the supported range"),
-    (dict(lengths=[131072]), "outside the supported range"),
+    (dict(lengths=[262144]), "outside the supported range"),
     (dict(profile="paper-q1"), "has no decades experiment"),
 ])
 def test_decades_bad_requests_are_refused(tmp_path, kwargs, match):
