@@ -3,8 +3,12 @@
 makes a reader scroll the whole page sideways -- a long inline literal, a table, a code line), and
 no display equation, table, widget, output image or printed output sticks out of its column unless
 it has a scroll bar of its own (tests/site/overflow_check.js). test_browser.py opens every page at
-1280 px and runs the column check there. Every HTML page of the build is opened (found anew on each
-run), except the redirect stubs of moved pages, which hold nothing but a meta refresh."""
+1280 px and runs the column check there. Mathematics is held to more (tests/site/math_fit.js), at a
+desktop's 1280 x 900 and a phone's 390 x 844: no display equation is wider than its column even where
+it could scroll in its own box (a reader sees half an equation and no cue that the rest lies beyond
+the edge), and no inline formula reaches past its paragraph. Every HTML page of the build is opened
+(found anew on each run), except the redirect stubs of moved pages, which hold nothing but a meta
+refresh."""
 
 from __future__ import annotations
 
@@ -21,7 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
 OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
 PAGE_JS = open(os.path.join(HERE, "page_overflow.js"), encoding="utf-8").read()
+MATH_JS = open(os.path.join(HERE, "math_fit.js"), encoding="utf-8").read()
 WIDTHS = (390,)
+#: the windows in which mathematics must fit: a desktop and a phone
+MATH_VIEWPORTS = ((1280, 900), (390, 844))
 REFRESH = re.compile(r'http-equiv="refresh"', re.I)
 
 
@@ -39,14 +46,16 @@ PAGES = _content_pages()
 def overflows(html_dir) -> dict:
     out = {}
     with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
-        for width in WIDTHS:
-            ctx = browser_mod.new_context(browser, viewport=(width, 844))
+        for width, height in MATH_VIEWPORTS:
+            ctx = browser_mod.new_context(browser, viewport=(width, height))
             page = ctx.new_page()
             for name in _content_pages(html_dir):
                 page.goto(base + name, wait_until="load")
                 page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
-                out[(width, name)] = page.evaluate(OVERFLOW_JS)
-                out[(width, name, "page")] = page.evaluate(PAGE_JS)
+                out[(width, name, "math")] = page.evaluate(MATH_JS)
+                if width in WIDTHS:
+                    out[(width, name)] = page.evaluate(OVERFLOW_JS)
+                    out[(width, name, "page")] = page.evaluate(PAGE_JS)
             ctx.close()
     return out
 
@@ -76,6 +85,42 @@ def test_nothing_overflows_its_column(overflows, width, name):
                      "without a scroll bar of their own:\n"
                      + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px "
                                  f"({b.get('container', 'itself')}): {b['what']}" for b in bad))
+
+
+@pytest.mark.parametrize("width", [w for w, _ in MATH_VIEWPORTS])
+@pytest.mark.parametrize("name", PAGES)
+def test_math_fits_its_column(overflows, width, name):
+    bad = overflows[(width, name, "math")]
+    assert not bad, (f"{name} at {width} px: {len(bad)} formula(s) wider than their column (cut off or "
+                     "reachable only by scrolling the formula sideways); write a long display as "
+                     "several aligned lines:\n"
+                     + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px: {b['what']}"
+                                 for b in bad))
+
+
+def test_the_math_check_sees_a_wide_formula(html_dir):
+    """The check itself: a display equation that cannot break (one long word) and scrolls in
+    its own box is reported at a phone's width, and so is inline math pushed past the column."""
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, viewport=(390, 844))
+        page = ctx.new_page()
+        page.goto(base + "chapters/notation.html", wait_until="load")
+        page.evaluate(CHECKS_JS)
+        assert not page.evaluate(MATH_JS)
+        page.evaluate("""async () => {
+            const a = document.querySelector("article.bd-article p");
+            a.insertAdjacentHTML("afterend", '<div class="math" id="wide-eq">\\\\[\\\\text{' +
+                "x".repeat(100) + '}\\\\]</div>' +
+                '<p id="wide-inline" style="white-space: nowrap">' + "word ".repeat(30) +
+                '\\\\(x_1 x_2 x_3\\\\)</p>');
+            await MathJax.typesetPromise([document.getElementById("wide-eq"),
+                                          document.getElementById("wide-inline")]);
+            document.querySelector("#wide-eq mjx-container").style.overflowX = "auto";
+        }""")
+        found = page.evaluate(MATH_JS)
+        assert any(b["kind"] == "display" and b["what"].startswith("#wide-eq") for b in found), found
+        assert any(b["kind"] == "inline" and b["what"].startswith("#wide-inline") for b in found), found
+        ctx.close()
 
 
 def test_the_overflow_check_sees_an_overflow(html_dir):
