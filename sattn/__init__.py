@@ -59,7 +59,7 @@ _ROOMS = tuple(_importlib.import_module(f"{__name__}.{_room}") for _room in (
     "patterns.supports",
     "universality.boltzmann", "universality.contextual", "universality.hardmax",
     "universality.rank_one", "universality.memorize", "universality.universal",
-    "presentation.plotting", "presentation.widgets", "presentation.lab",
+    "presentation.plotting", "presentation.widgets", "presentation.messages", "presentation.lab",
     "experiments.target", "experiments.engine", "experiments.setups", "experiments.store",
     "experiments.reference", "experiments.cluster", "experiments.protocol", "experiments.laws",
     "experiments.bench", "experiments.prediction.results", "experiments.prediction.row_model",
