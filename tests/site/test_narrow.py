@@ -29,6 +29,13 @@ MATH_JS = open(os.path.join(HERE, "math_fit.js"), encoding="utf-8").read()
 WIDTHS = (390,)
 #: the windows in which mathematics must fit: a desktop and a phone
 MATH_VIEWPORTS = ((1280, 900), (390, 844))
+#: Which image each multi-panel figure (sattn.panel_figure: a <picture> with a stacked source for
+#: narrow screens) shows: "narrow" (the stacked panels) or "wide" (the row).
+PANELS_JS = """() => [...document.querySelectorAll("article picture.book-panels")].map((p) => {
+  const img = p.querySelector("img"), src = p.querySelector("source");
+  return { id: (p.closest("[id]") || {}).id || "", shown: img.currentSrc === src.srcset ? "narrow" : "wide",
+           width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth };
+})"""
 REFRESH = re.compile(r'http-equiv="refresh"', re.I)
 
 
@@ -53,6 +60,7 @@ def overflows(html_dir) -> dict:
                 page.goto(base + name, wait_until="load")
                 page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
                 out[(width, name, "math")] = page.evaluate(MATH_JS)
+                out[(width, name, "panels")] = page.evaluate(PANELS_JS)
                 if width in WIDTHS:
                     out[(width, name)] = page.evaluate(OVERFLOW_JS)
                     out[(width, name, "page")] = page.evaluate(PAGE_JS)
@@ -96,6 +104,19 @@ def test_math_fits_its_column(overflows, width, name):
                      "several aligned lines:\n"
                      + "\n".join(f"  {b['kind']} {b['width']} px in {b['room']} px: {b['what']}"
                                  for b in bad))
+
+
+@pytest.mark.parametrize("width", [w for w, _ in MATH_VIEWPORTS])
+@pytest.mark.parametrize("name", PAGES)
+def test_multi_panel_figures_stack_on_a_phone(overflows, width, name):
+    """A figure of several panels side by side shrinks to a third of a phone's width, its tick
+    labels unreadable: sattn.panel_figure gives the phone the panels stacked, at full width."""
+    want = "narrow" if width <= 600 else "wide"
+    bad = [p for p in overflows[(width, name, "panels")] if p["shown"] != want]
+    assert not bad, f"{name} at {width} px shows the wrong layout (want {want}): {bad}"
+    if want == "narrow":
+        small = [p for p in overflows[(width, name, "panels")] if p["width"] < 0.8 * p["natural"]]
+        assert not small, f"{name}: stacked panels shrunk below 80% of their size: {small}"
 
 
 def test_the_math_check_sees_a_wide_formula(html_dir):
