@@ -9,26 +9,45 @@ is not raised.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
 
-__flat__ = __all__ = ["expected_error"]
+__flat__ = ["expected_error"]
+__all__ = [*__flat__, "ExpectedError"]
 
 
-@contextlib.contextmanager
-def expected_error(*types: type[BaseException]) -> Iterator[None]:
-    """Run a block that must raise one of ``types``; print the error as ``Name: message``.
+class ExpectedError(contextlib.AbstractContextManager):
+    """The context manager :func:`expected_error` returns."""
+
+    def __init__(self, error: tuple):
+        self.error = error
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            names = " or ".join(t.__name__ for t in self.error)
+            raise AssertionError(f"expected {names}, but the block raised nothing")
+        if issubclass(exc_type, self.error):
+            print(f"{exc_type.__name__}: {exc}")
+            return True
+        return False
+
+
+def expected_error(error) -> ExpectedError:
+    """A block that must raise ``error``; the error is printed as ``Name: message``.
 
     Parameters
     ----------
-    *types : exception classes
-        The errors the block is expected to raise (at least one).
+    error : exception class or tuple of exception classes
+        The errors the block is expected to raise.
+
+    Returns
+    -------
+    ExpectedError
+        A context manager: an expected error is caught and printed; an error of another class
+        passes through; no error at all raises :class:`AssertionError`.
 
     Raises
     ------
     TypeError
-        If no class is given or one of ``types`` is not an exception class.
-    AssertionError
-        If the block raises nothing. An error of another class is not caught.
+        If ``error`` is not an exception class or a non-empty tuple of them.
 
     Examples
     --------
@@ -39,15 +58,10 @@ def expected_error(*types: type[BaseException]) -> Iterator[None]:
 
     References
     ----------
-    The refused inputs shown in :ref:`ch-beyond`, :ref:`ch-finite-precision` and
+    The refused inputs shown in the chapters, e.g. :ref:`ch-beyond`, :ref:`ch-finite-precision` and
     :ref:`ch-computation`.
     """
+    types = error if isinstance(error, tuple) else (error,)
     if not types or not all(isinstance(t, type) and issubclass(t, BaseException) for t in types):
-        raise TypeError(f"expected_error needs one or more exception classes, got {types!r}")
-    try:
-        yield
-    except types as exc:
-        print(f"{type(exc).__name__}: {exc}")
-    else:
-        names = " or ".join(t.__name__ for t in types)
-        raise AssertionError(f"expected {names}, but the block raised nothing")
+        raise TypeError(f"error must be an exception class or a non-empty tuple of them, got {error!r}")
+    return ExpectedError(types)

@@ -258,7 +258,7 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
     ValueError
         If ``n < 1`` or a size is out of the range stated above.
     SizeTooLargeError
-        If ``n > 12``.
+        If ``n > 12`` or ``dpi > 2400``.
 
     References
     ----------
@@ -266,6 +266,8 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
     that the phone gets the stacked image.
     """
     n = check_size("n", n, cap=12, why="panels in one figure")
+    dpi = None if dpi is None else check_size("dpi", dpi, cap=MAX_DPI,
+                                              why="the resolution of a figure in the book")
     if not callable(draw):
         raise TypeError(f"draw must be callable as draw(fig, axes), got {type(draw).__name__}")
     panel_width = check_real("panel_width", panel_width, low=0.0, high=20.0, low_open=True)

@@ -38,7 +38,7 @@ LAYERS = [
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
-     "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
+     "sattn.presentation": ["plotting", "widgets", "messages", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "store", "reference", "cluster", "protocol",
                            "laws", "bench", "prediction.results", "prediction.row_model",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",

@@ -19,7 +19,7 @@ from sattn.presentation.widgets import plain_text, precomputed_explorer  # noqa:
 
 
 def test_expected_error_prints_the_message(capsys):
-    with sattn.expected_error(ValueError, KeyError):
+    with sattn.expected_error((ValueError, KeyError)):
         raise ValueError("width must be positive, got -1")
     assert capsys.readouterr().out == "ValueError: width must be positive, got -1\n"
 
@@ -36,11 +36,10 @@ def test_expected_error_lets_other_errors_through():
             raise TypeError("not the expected class")
 
 
-@pytest.mark.parametrize("types", [(), ("ValueError",), (int,)])
-def test_expected_error_needs_exception_classes(types):
-    with pytest.raises(TypeError, match="exception classes"):
-        with sattn.expected_error(*types):
-            pass
+@pytest.mark.parametrize("error", [(), "ValueError", int, (ValueError, 5)])
+def test_expected_error_needs_exception_classes(error):
+    with pytest.raises(TypeError, match="error must be an exception class"):
+        sattn.expected_error(error)
 
 
 def test_plain_text():
