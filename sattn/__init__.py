@@ -125,10 +125,13 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
     from .universality.universal import (
         quantizer_ffn, TwoLayerModel, UniversalApproximationReport, two_layer_approximation
     )
-    from .presentation.plotting import apply_style, heatmap, subplots, figure_to_png
-    from .presentation.widgets import (
-        PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer
+    from .presentation.plotting import (
+        apply_style, heatmap, subplots, figure_to_png, panel_figure, PanelFigure
     )
+    from .presentation.widgets import (
+        PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer, plain_text
+    )
+    from .presentation.messages import expected_error
     from .experiments.target import draw_generator
     from .experiments.engine import FastEngine, DrawOutcome, LevelResult
     from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks, describe_setup
@@ -188,8 +191,9 @@ __all__ = [
     'rank_one_contextual_mapping', 'validate_consistent_labels', 'interpolating_ffn',
     'MemorizationReport', 'OneLayerTransformer', 'memorize', 'memorize_with_positions',
     'quantizer_ffn', 'TwoLayerModel', 'UniversalApproximationReport', 'two_layer_approximation',
-    'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'PrecomputedExplorer', 'LiveExplorer',
-    'precomputed_explorer', 'live_explorer', 'draw_generator', 'FastEngine', 'DrawOutcome',
+    'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'panel_figure', 'PanelFigure',
+    'PrecomputedExplorer', 'LiveExplorer', 'precomputed_explorer', 'live_explorer', 'plain_text',
+    'expected_error', 'draw_generator', 'FastEngine', 'DrawOutcome',
     'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'describe_setup', 'StoreError',
     'StoreWarning', 'reference_level', 'fit_dmin_log', 'load_figure', 'reproduce', 'run_task',
     'LAWS', 'LawFit', 'LawJudgement', 'fit_law', 'judge_laws', 'DrawPrediction', 'DminPrediction',

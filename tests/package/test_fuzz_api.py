@@ -88,6 +88,7 @@ EXCLUDED = {
               "subclasses are the result classes above; the protocol's checker, check, is fuzzed)",
     # records that are not results (no verdict): returned by functions, never built by users
     "Theorem1Constants": "constants dataclass returned by theorem1_constants",
+    "PanelFigure": "record returned by panel_figure (two PNGs and a count), never built by users",
     "Theorem2Constants": "constants dataclass returned by theorem2_constants",
     "RankOneContextualMapping": "model returned by rank_one_contextual_mapping (built there, validated there)",
     "OneLayerTransformer": "model returned by memorize / memorize_with_positions",
@@ -641,6 +642,14 @@ spec("heatmap", lambda: dict(ax=_axes(), M=_A4(), cmap="viridis", log=False, vmi
      floor=real(low=0.0, low_open=True))
 spec("figure_to_png", lambda: dict(fig=Figure(figsize=(0.5, 0.5)), dpi=10, close=True),
      fig=custom("figure", ["abc", None, 5, {"a": 1}]), dpi=integer(low=1, none_ok=True), close=boolean())
+spec("plain_text", lambda: dict(view="<b>a</b><br>b"), view=string())
+spec("expected_error", lambda: dict(error=ValueError),
+     error=custom("exception class", ["abc", None, 5, int, (), (ValueError, 5), [ValueError]]))
+spec("panel_figure", lambda: dict(n=1, draw=lambda fig, axes: None, panel_width=0.5,
+                                  panel_height=0.5, dpi=10),
+     n=integer("size", low=1), draw=callable_(),
+     panel_width=real(low=0.0, low_open=True, high=20.0),
+     panel_height=real(low=0.0, low_open=True, high=20.0), dpi=integer(low=1, none_ok=True))
 spec("precomputed_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", grid={"n": [1, 2]},
                                           description=None, value=None, dpi=None),
      render=callable_(),
@@ -1172,6 +1181,8 @@ HUGE = {
     ("default_max_draws", "L"): _B400,
     ("figure_to_png", "dpi"): 10**6,
     ("precomputed_explorer", "dpi"): 10**6,
+    ("panel_figure", "dpi"): 10**6,
+    ("panel_figure", "n"): 10**6,
     ("fixed_weights", "d"): _B9,
     ("hardmax_counterexample", "d"): _B9,
     **{(f, "max_draws"): _B12 for f in ("interpolating_ffn", "projection_vector",

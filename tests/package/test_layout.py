@@ -40,7 +40,7 @@ LAYERS = [
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
-     "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
+     "sattn.presentation": ["plotting", "widgets", "messages", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "reference"],   # the d_min engine and
      "sattn.precision": ["formats", "forward", "thresholds"]},            # what to compute; Part III:
     #                                 the constructions in finite precision (uses both parts)

@@ -23,6 +23,14 @@ CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read
 FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
 OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
 PAGE_JS = open(os.path.join(HERE, "page_overflow.js"), encoding="utf-8").read()
+MATH_JS = open(os.path.join(HERE, "math_fit.js"), encoding="utf-8").read()
+#: Which image each multi-panel figure (sattn.panel_figure: a <picture> with a stacked source for
+#: narrow screens) shows: "narrow" (the stacked panels) or "wide" (the row).
+PANELS_JS = """() => [...document.querySelectorAll("article picture.book-panels")].map((p) => {
+  const img = p.querySelector("img"), src = p.querySelector("source");
+  return { id: (p.closest("[id]") || {}).id || "", shown: img.currentSrc === src.srcset ? "narrow" : "wide",
+           width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth };
+})"""
 #: The window every page is opened in (a laptop); once its checks ran, the same page is narrowed to
 #: each of NARROW (a phone) for the overflow checks of tests/site/test_narrow.py, then widened back.
 VIEWPORT = (1280, 900)
@@ -51,6 +59,8 @@ class PageVisit:
     overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
     notebook: dict = field(default_factory=dict)  # a chapter's .ipynb download and run panel
     narrow: dict = field(default_factory=dict)  # width -> {"column": overflow_check, "page": page_overflow}
+    # width (VIEWPORT's and each of NARROW) -> {"math": math_fit, "panels": PANELS_JS}
+    fit: dict = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -125,13 +135,15 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
             else:
                 visit.report = page.evaluate(CHECKS_JS)
                 visit.overflow = page.evaluate(OVERFLOW_JS)  # before controls move
+                visit.fit[VIEWPORT[0]] = fit_report(page)
                 for width, height in NARROW:  # the same page, loaded once, at a phone's width
                     page.set_viewport_size({"width": width, "height": height})
-                    page.evaluate(SETTLE_JS)
+                    settle(page)
                     visit.narrow[width] = {"column": page.evaluate(OVERFLOW_JS),
                                            "page": page.evaluate(PAGE_JS)}
+                    visit.fit[width] = fit_report(page)
                 page.set_viewport_size({"width": VIEWPORT[0], "height": VIEWPORT[1]})
-                page.evaluate(SETTLE_JS)
+                settle(page)
                 if 'class="book-run-panel"' in source:  # a chapter: its download and run panel
                     visit.notebook = notebook_offer(page)
             for fig in visit.report["figures"]:
@@ -149,6 +161,19 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
     print(f"\nbrowser: {len(out)} pages in {total:.1f} s "
           f"(slowest {max(out.values(), key=lambda v: v.seconds).name})")
     return out
+
+
+def settle(page) -> None:
+    """Wait until the page has been laid out anew for a changed window: two animation frames, and
+    MathJax's re-typesetting of the formulas at the new width (book_static/book-math.js) done."""
+    page.evaluate(SETTLE_JS)
+    page.evaluate("() => (window.bookMathSettled || (() => Promise.resolve()))()")
+    page.evaluate(SETTLE_JS)
+
+
+def fit_report(page) -> dict:
+    """Formulas wider than their column (math_fit.js) and the layout each multi-panel figure shows."""
+    return {"math": page.evaluate(MATH_JS), "panels": page.evaluate(PANELS_JS)}
 
 
 def notebook_offer(page) -> dict:

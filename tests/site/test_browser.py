@@ -131,6 +131,17 @@ def test_live_cells_are_marked(visits, name):
                           "not tagged 'live' (add `:tags: [live, nbval-ignore-output]`)")
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_static_copies_of_live_figures_are_switched_off(visits, name):
+    """On the static website a live figure's controls would move and change nothing: they are
+    switched off, and the cell says it is a static copy (book_static/book-live.js)."""
+    figs = [f for f in _visit(visits, name).report["figures"] if f["live"]]
+    bad = [f"figure {f['index']}: {f['enabled']} control(s) still operable" for f in figs if f["enabled"]]
+    bad += [f"figure {f['index']}: not labelled a static copy ({f['liveLabel']!r})"
+            for f in figs if "static copy" not in f["liveLabel"]]
+    assert not bad, "\n".join(bad)
+
+
 def test_book_covers_theorems_equations_citations(visits):
     kinds = {ref["kind"] for v in visits.values() for ref in v.report["refs"] if not ref["nav"]}
     assert {"theorem", "equation", "citation"} <= kinds, kinds
