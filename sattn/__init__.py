@@ -131,7 +131,7 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
     from .presentation.widgets import (
         PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer, plain_text
     )
-    from .presentation.messages import expected_error
+    from .presentation.messages import expected_error, ExpectedError
     from .experiments.target import draw_generator
     from .experiments.engine import FastEngine, DrawOutcome, LevelResult
     from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks, describe_setup
@@ -193,7 +193,7 @@ __all__ = [
     'quantizer_ffn', 'TwoLayerModel', 'UniversalApproximationReport', 'two_layer_approximation',
     'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'panel_figure', 'PanelFigure',
     'PrecomputedExplorer', 'LiveExplorer', 'precomputed_explorer', 'live_explorer', 'plain_text',
-    'expected_error', 'draw_generator', 'FastEngine', 'DrawOutcome',
+    'expected_error', 'ExpectedError', 'draw_generator', 'FastEngine', 'DrawOutcome',
     'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'describe_setup', 'StoreError',
     'StoreWarning', 'reference_level', 'fit_dmin_log', 'load_figure', 'reproduce', 'run_task',
     'LAWS', 'LawFit', 'LawJudgement', 'fit_law', 'judge_laws', 'DrawPrediction', 'DminPrediction',

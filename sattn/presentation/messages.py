@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 
-__flat__ = ["expected_error"]
-__all__ = [*__flat__, "ExpectedError"]
+__flat__ = ["expected_error", "ExpectedError"]
+__all__ = [*__flat__]
 
 
 class ExpectedError(contextlib.AbstractContextManager):
