@@ -259,6 +259,5 @@ def setup(app):
     app.add_js_file("book-live-config.js", priority=800)
     app.add_js_file("book-live.js", priority=801)
     app.add_js_file("book-print.js", priority=802)
-    app.add_js_file("book-math.js", priority=803)
     app.add_css_file("book.css", priority=800)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,9 +2,12 @@
 
 :func:`visit_all` opens each page at a laptop's width (:data:`VIEWPORT`), runs the page checks
 (``browser_checks.js``: console, requests, math, widgets, images, references; ``overflow_check.js``),
-narrows the same page to a phone's width (:data:`NARROW`) for the overflow checks
-(``overflow_check.js``, ``page_overflow.js``), widens it back, and moves every control of every
-interactive figure. ``tests/site/conftest.py`` runs it once per session (the ``visits`` fixture);
+checks that its formulas fit their column (``math_fit.js``), narrows the same page to a phone's
+width (:data:`NARROW`) for the overflow checks (``overflow_check.js``, ``page_overflow.js``), widens
+it back, and moves every control of every interactive figure. MathJax breaks long formulas for the
+width it finds when it typesets, and keeps those breaks when the window narrows; so the formulas
+and multi-panel figures of a phone are checked on the page loaded at the phone's width, as a phone
+loads it (the one second load of a page). ``tests/site/conftest.py`` runs it once per session (the ``visits`` fixture);
 ``test_browser.py`` and ``test_narrow.py`` assert on what it recorded.
 """
 
@@ -138,12 +141,11 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
                 visit.fit[VIEWPORT[0]] = fit_report(page)
                 for width, height in NARROW:  # the same page, loaded once, at a phone's width
                     page.set_viewport_size({"width": width, "height": height})
-                    settle(page)
+                    page.evaluate(SETTLE_JS)
                     visit.narrow[width] = {"column": page.evaluate(OVERFLOW_JS),
                                            "page": page.evaluate(PAGE_JS)}
-                    visit.fit[width] = fit_report(page)
                 page.set_viewport_size({"width": VIEWPORT[0], "height": VIEWPORT[1]})
-                settle(page)
+                page.evaluate(SETTLE_JS)
                 if 'class="book-run-panel"' in source:  # a chapter: its download and run panel
                     visit.notebook = notebook_offer(page)
             for fig in visit.report["figures"]:
@@ -157,18 +159,22 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
             page.close()
             out[name] = visit
         ctx.close()
+        # MathJax breaks a long formula into lines when it typesets the page, for the width it finds
+        # then; a window narrowed afterwards keeps the breaks made for the wide one. So the math of
+        # a phone is checked as a phone shows it: each page loaded at the phone's width.
+        for width, height in NARROW:
+            ctx = browser_mod.new_context(browser, viewport=(width, height))
+            page = ctx.new_page()
+            for name, visit in out.items():
+                if visit.fit:
+                    page.goto(base + name, wait_until="load")
+                    page.evaluate(CHECKS_JS)  # waits for MathJax, widgets and images
+                    visit.fit[width] = fit_report(page)
+            ctx.close()
     total = sum(v.seconds for v in out.values())
     print(f"\nbrowser: {len(out)} pages in {total:.1f} s "
           f"(slowest {max(out.values(), key=lambda v: v.seconds).name})")
     return out
-
-
-def settle(page) -> None:
-    """Wait until the page has been laid out anew for a changed window: two animation frames, and
-    MathJax's re-typesetting of the formulas at the new width (book_static/book-math.js) done."""
-    page.evaluate(SETTLE_JS)
-    page.evaluate("() => (window.bookMathSettled || (() => Promise.resolve()))()")
-    page.evaluate(SETTLE_JS)
 
 
 def fit_report(page) -> dict:

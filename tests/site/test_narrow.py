@@ -6,8 +6,9 @@ it has a scroll bar of its own (tests/site/overflow_check.js). Mathematics is he
 (tests/site/math_fit.js), at a desktop's 1280 x 900 and at a phone's 390 x 844: no display equation
 is wider than its column even where it could scroll in its own box (a reader sees half an equation
 and no cue that the rest lies beyond the edge), and no inline formula reaches past its paragraph.
-Every page is loaded once for both widths (tests/site/page_visits.py, shared with
-test_browser.py): checked at 1280 px, then narrowed to 390 px for these checks. Every HTML page of
+The pages are visited by tests/site/page_visits.py (shared with test_browser.py): loaded at
+1280 px and narrowed to 390 px for the overflow checks; the formulas of a phone are checked on the
+page loaded at 390 px, since MathJax breaks lines for the width it finds when it typesets. Every HTML page of
 the build is checked (found anew on each run), except the redirect stubs of moved pages, which hold
 nothing but a meta refresh."""
 

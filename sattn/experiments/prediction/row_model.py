@@ -136,7 +136,7 @@ def _wilson_hilferty(z, df):
 def chi2_quantile(z, df):
     """Chi-square quantile at normal score ``z`` (same shape), ``df`` a positive number: the
     Wilson-Hilferty value times a correction interpolated from the exact quantile
-    (``gammaincinv``) on 1441 normal scores in [-9, 9] (relative error below ~1e-6 for |z| < 5)."""
+    (``gammaincinv``) on 1441 normal scores in [-9, 9] (relative error below ~1e-6 for ``|z| < 5``)."""
     exact = 2.0 * spc.gammaincinv(0.5 * df, sst.norm.cdf(_QZ))
     wh = _wilson_hilferty(_QZ, df)
     ok = (wh > 0) & (exact > 0)
