@@ -148,7 +148,8 @@ status: $(STAMP) $(VENDOR)
 	bash tools/install_browser.sh; \
 	rm -rf data/reliability.new && mkdir -p data/reliability.new; \
 	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest $$tests -m reliability \
-	  -q -p no:cacheprovider; \
+	  -q -p no:cacheprovider || { rm -rf data/reliability.new; \
+	  echo "make status: a test failed; data/reliability/ is left as it was"; exit 1; }; \
 	mv data/reliability.new/*.json data/reliability/ && rmdir data/reliability.new; \
 	$(BIN)/python tests/reliability.py check; \
 	echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
