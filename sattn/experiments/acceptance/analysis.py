@@ -719,6 +719,12 @@ def compare_model(rows, *, n_samples=2 ** 14, seed=0) -> list[dict]:
     (:func:`~sattn.draw_success_probability`, assumption A2: rows
     independent), the measured share and its 95% Wilson interval, and ``over`` / ``under``:
     the prediction lies above / below the interval.
+
+    A description, not a test: it evaluates the model by a plain Monte Carlo average (the
+    ``"sampled"`` method), whose resolution near ``d_50`` is coarser than the row failure
+    probabilities it estimates, and it counts points as independent although its random numbers
+    are shared across widths and targets. The book judges the model with the exact evaluation and
+    the registered likelihood test of :mod:`~sattn.experiments.acceptance.row_model_test`.
     """
     out, targets = [], {}
     for r in rows:

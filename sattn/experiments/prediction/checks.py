@@ -8,7 +8,11 @@ The model is the book's own (:ref:`ch-experiments`); the model itself is describ
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import scipy.stats as sst
@@ -16,17 +20,21 @@ import scipy.stats as sst
 from ..._validate import check_int, check_real, check_rng
 from ...rounding import below_bound
 from ..engine import FastEngine
-from ..setups import ROOT_SEED
+from ..setups import ROOT_SEED, make_tasks
 from ..target import draw_generator, prepare_target
-from .dmin import as_target, search_law, setup_task, draw_success_probability, predict_setup
+from .dmin import (as_target, search_law, setup_task, draw_success_probability, predict_dmin,
+                   predict_setup)
 from .results import Comparison, DminPrediction, ModelCheck
 from .row_model import DEFAULT_SAMPLES, projector_block, validate_support_logits, validate_n_draws, validate_model_width, offsupport_pass
 
 #: The bound against which the (b1) check prints the error of the identity ||g_R|| = (L/d) r.
 NORM_IDENTITY_BOUND = 1e-12
 
-__flat__ = __all__ = ["compare_measured", "check_error_model", "check_offsupport_max",
-                      "check_row_dependence", "check_success_probability", "naive_dmin"]
+__flat__ = ["compare_measured", "check_error_model", "check_offsupport_max",
+            "check_row_dependence", "check_success_probability", "naive_dmin"]
+# Module-only: the exact model's d_min for every task of an experiment, computed once and stored.
+__all__ = [*__flat__, "width_error", "dmin_predictions", "load_dmin_predictions", "DMIN_FIELDS",
+           "STORED_EXPERIMENTS"]
 
 
 #: The most draws of the exact checks (each draws an (L, d) Stiefel matrix and its errors).
@@ -79,6 +87,135 @@ def compare_measured(rows, *, tolerance=0.25, n_samples=DEFAULT_SAMPLES, seed=0,
     if not recs:
         raise ValueError("no row of rows has a measured d_min")
     return Comparison(records=recs, tolerance=tolerance)
+
+
+#: The experiments whose predicted d_min is stored (``<experiment>_model.csv``).
+STORED_EXPERIMENTS = ("fig3", "decades")
+#: Columns of the stored predictions.
+DMIN_FIELDS = ["setup", "L", "target", "median", "q10", "q90", "p_at_median", "se_log_p",
+                  "max_rel_err", "err_width", "n_samples", "seed"]
+
+
+def width_error(A, eps1, eps2, d, widths, at=None, *, n_samples=1 << 16, seed=0) -> float:
+    """The model's numerical error of ``ln p`` at width ``d``, as a shift of the width: the error
+    divided by the slope of ``ln p`` between ``d`` and the next width of the ladder (the larger
+    of the two widths' errors; ``inf`` when ``ln p`` does not increase there).
+
+    ``at`` may pass the exact prediction at ``d`` already computed.
+    """
+    nxt = [w for w in widths if w > d]
+    if not nxt:
+        raise ValueError(f"no width of the ladder above d = {d}")
+    if at is None:
+        at = draw_success_probability(A, eps1, eps2, d, n_samples=n_samples, seed=seed,
+                                      method="exact")
+    up = draw_success_probability(A, eps1, eps2, nxt[0], n_samples=n_samples, seed=seed,
+                                  method="exact")
+    slope = (up.log_p - at.log_p) / (nxt[0] - d)
+    se = max(at.se_log_p, up.se_log_p)
+    return se / slope if slope > 0 else math.inf
+
+
+def _experiment(experiment):
+    if experiment not in STORED_EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {STORED_EXPERIMENTS}, got {experiment!r}")
+    return experiment
+
+
+def dmin_predictions(experiment="decades", *, n_samples=1 << 16, seed=0, done=(), only=None,
+                     progress=None) -> list[dict]:
+    """The exact model's predicted d_min for every task of an experiment (paper profile).
+
+    Each task's own target, ladder of widths (those ``>= k``, as the model needs ``d >= k``) and
+    budget of draws, evaluated with ``method="exact"`` (row failures near ``d_min`` are of order
+    ``1/L``, below the resolution of a plain Monte Carlo average at long lengths).
+
+    Parameters
+    ----------
+    experiment : {"fig3", "decades"}
+    n_samples, seed
+        Importance samples of the block and their seed (:func:`~sattn.draw_success_probability`).
+    done : iterable of tuple
+        ``(setup, L, target)`` keys already computed (skipped: the computation resumes).
+    only : iterable of tuple, optional
+        Compute only these ``(setup, L, target)`` keys (e.g. to refine them with more samples).
+    progress : callable, optional
+        Called with each new record.
+
+    Returns
+    -------
+    list of dict
+        One per task not in ``done``, with the keys of :data:`DMIN_FIELDS`: the median and
+        10%/90% quantiles of the predicted d_min, and at the median width the model's ``p``, the
+        numerical error of ``ln p`` and the largest relative error of a row type's failure
+        probability (the estimator's resolution against what it estimates), and that error as a
+        shift of the width (:func:`width_error`).
+    """
+    _experiment(experiment)
+    n_samples = check_int("n_samples", n_samples, low=1, high=1 << 24)
+    seed = check_int("seed", seed, low=0)
+    done = {tuple(k) for k in done}
+    only = None if only is None else {tuple(k) for k in only}
+    out = []
+    for task in make_tasks(experiment, "paper"):
+        s = task.setup
+        if (s.name, task.L, task.target) in done or (
+                only is not None and (s.name, task.L, task.target) not in only):
+            continue
+        A = prepare_target(task.sample_target(), s.eps1, s.eps2)
+        widths = [d for d in task.widths() if d >= s.k]
+        est = predict_dmin(A, s.eps1, s.eps2, widths, task.n_draws, n_samples=n_samples,
+                           seed=seed, method="exact")
+        if est.median is None:
+            raise ValueError(f"{s.name}, L = {task.L}, target {task.target}: the search is "
+                             "predicted to run past the ladder")
+        at = draw_success_probability(A, s.eps1, s.eps2, int(est.median), n_samples=n_samples,
+                                      seed=seed, method="exact")
+        err_width = width_error(A, s.eps1, s.eps2, int(est.median), widths, at,
+                                n_samples=n_samples, seed=seed)
+        rec = {"setup": s.name, "L": task.L, "target": task.target, "median": int(est.median),
+               "q10": int(est.q10), "q90": int(est.q90), "p_at_median": at.p,
+               "se_log_p": at.se_log_p,
+               "max_rel_err": max(f.rel_err for f in at.row_failures), "err_width": err_width,
+               "n_samples": n_samples, "seed": seed}
+        out.append(rec)
+        if progress is not None:
+            progress(rec)
+    return out
+
+
+def load_dmin_predictions(experiment="decades", data_dir="data") -> dict:
+    """The stored exact-model predictions of an experiment (``<experiment>_model.csv``, written
+    by ``tools/predict_experiment_dmin.py``), after checking the file against its manifest.
+
+    Returns
+    -------
+    dict
+        ``{(setup, L, target): record}`` with the keys of :data:`DMIN_FIELDS`.
+
+    Raises
+    ------
+    ValueError
+        A missing file or a checksum that differs from the manifest's.
+    """
+    data = Path(data_dir)
+    name = _experiment(experiment)
+    path, man = data / f"{name}_model.csv", data / f"{name}_model_manifest.json"
+    if not path.exists() or not man.exists():
+        raise ValueError(f"{path} and {man} are needed (run tools/predict_experiment_dmin.py "
+                         f"{data} {name})")
+    want = json.loads(man.read_text())["sha256"]
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        raise ValueError(f"{path}: checksum {got} differs from the manifest's {want}")
+    out = {}
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            rec = {k: (r[k] if k == "setup" else float(r[k]) if k in
+                       ("p_at_median", "se_log_p", "max_rel_err", "err_width") else int(r[k]))
+                   for k in DMIN_FIELDS}
+            out[(rec["setup"], rec["L"], rec["target"])] = rec
+    return out
 
 
 def _exact_rows(L, d, b, n_draws, rows, rng):
