@@ -45,7 +45,7 @@ from .analysis import (
     law_basis,
     validate_estimates,
     pad_curves,
-    boxcox_profile,
+    boxcox_profile,  # noqa: F401  (used by Chapter 16 as robust.boxcox_profile, beside the other fits)
     decide,
     pooled_series,
     warnings_off,
