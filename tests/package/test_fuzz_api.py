@@ -89,6 +89,8 @@ EXCLUDED = {
     # records that are not results (no verdict): returned by functions, never built by users
     "Theorem1Constants": "constants dataclass returned by theorem1_constants",
     "PanelFigure": "record returned by panel_figure (two PNGs and a count), never built by users",
+    "ExpectedError": "record returned by expected_error: the context manager that prints an error a "
+                     "chapter shows on purpose, never built by users",
     "Theorem2Constants": "constants dataclass returned by theorem2_constants",
     "RankOneContextualMapping": "model returned by rank_one_contextual_mapping (built there, validated there)",
     "OneLayerTransformer": "model returned by memorize / memorize_with_positions",
