@@ -34,6 +34,20 @@ PANELS_JS = """() => [...document.querySelectorAll("article picture.book-panels"
   return { id: (p.closest("[id]") || {}).id || "", shown: img.currentSrc === src.srcset ? "narrow" : "wide",
            width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth };
 })"""
+#: Every output image of a page (a cell's image, a multi-panel figure's <picture>) as the reader
+#: sees it: its rendered width against the width of the PNG it shows (the same text size at scale
+#: 1), and, for a multi-panel figure, which of its two images is shown. Images not displayed (a
+#: hidden frame) are left out: they are measured when shown.
+IMAGES_JS = """() => [...new Set(document.querySelectorAll(
+    "article .cell_output img, article picture.book-panels img"))].filter((img) =>
+    img.checkVisibility() && img.getBoundingClientRect().width > 0).map((img) => {
+  const p = img.closest("picture.book-panels"), src = p && p.querySelector("source");
+  const fig = img.closest("figure[id], .cell[id], section[id]") || {};
+  const cells = [...document.querySelectorAll("article .cell")];
+  return { where: (fig.id || "") + " (cell " + cells.indexOf(img.closest(".cell")) + ")",
+           width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth,
+           panels: p ? (img.currentSrc === src.srcset ? "narrow" : "wide") : null };
+})"""
 #: The window every page is opened in (a laptop); once its checks ran, the same page is narrowed to
 #: each of NARROW (a phone) for the overflow checks of tests/site/test_narrow.py, then widened back.
 VIEWPORT = (1280, 900)
@@ -62,7 +76,8 @@ class PageVisit:
     overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
     notebook: dict = field(default_factory=dict)  # a chapter's .ipynb download and run panel
     narrow: dict = field(default_factory=dict)  # width -> {"column": overflow_check, "page": page_overflow}
-    # width (VIEWPORT's and each of NARROW) -> {"math": math_fit, "panels": PANELS_JS}
+    # width (VIEWPORT's and each of NARROW) -> {"math": math_fit, "panels": PANELS_JS,
+    # "images": IMAGES_JS}
     fit: dict = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -178,8 +193,10 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
 
 
 def fit_report(page) -> dict:
-    """Formulas wider than their column (math_fit.js) and the layout each multi-panel figure shows."""
-    return {"math": page.evaluate(MATH_JS), "panels": page.evaluate(PANELS_JS)}
+    """Formulas wider than their column (math_fit.js), the layout each multi-panel figure shows
+    and the scale at which each output image is shown (IMAGES_JS)."""
+    return {"math": page.evaluate(MATH_JS), "panels": page.evaluate(PANELS_JS),
+            "images": page.evaluate(IMAGES_JS)}
 
 
 def notebook_offer(page) -> dict:

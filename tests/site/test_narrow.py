@@ -2,7 +2,9 @@
 (tests/site/page_overflow.js: the document's scrollWidth against its clientWidth, so nothing at all
 makes a reader scroll the whole page sideways -- a long inline literal, a table, a code line), and
 no display equation, table, widget, output image or printed output sticks out of its column unless
-it has a scroll bar of its own (tests/site/overflow_check.js). Mathematics is held to more
+it has a scroll bar of its own (tests/site/overflow_check.js), and no output image is shrunk so far
+that its text cannot be read (MIN_PHONE_SCALE; a multi-panel figure gives a phone its panels
+stacked). Mathematics is held to more
 (tests/site/math_fit.js), at a desktop's 1280 x 900 and at a phone's 390 x 844: no display equation
 is wider than its column even where it could scroll in its own box (a reader sees half an equation
 and no cue that the rest lies beyond the edge), and no inline formula reaches past its paragraph.
@@ -103,6 +105,55 @@ def test_multi_panel_figures_stack_on_a_phone(visits, width, name):
     if want == "narrow":
         small = [p for p in panels if p["width"] < 0.8 * p["natural"]]
         assert not small, f"{name}: stacked panels shrunk below 80% of their size: {small}"
+
+
+#: The least scale (rendered width / the PNG's own width) at which a phone may show an output image.
+#: The book's figures are PNGs at 90 dpi (sattn.presentation.plotting.BOOK_STYLE) whose smallest
+#: text, the tick labels, is 8 pt: 8/72 x 90 = 10 px tall in the PNG, the axis labels 9 pt
+#: (11 px), the titles 10 pt (12.5 px). At scale 0.6 the tick labels are 6 CSS px, about the least a
+#: phone's reader can still read (a phone's 3 device pixels per CSS pixel draw them sharply; below,
+#: digits blur into each other however sharp the screen); a row of two panels 8.4 inches wide
+#: (644 px) in a phone's 342 px column is at 0.53, a row of three at 0.42.
+MIN_PHONE_SCALE = 0.6
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_output_images_are_readable_on_a_phone(visits, width, name):
+    """Every output image of every page, at a phone's width, is shown at no less than
+    MIN_PHONE_SCALE of its own size, unless it is a multi-panel figure showing its stacked image
+    (sattn.panel_figure), which is held to the stricter test above. A figure of panels side by side
+    made with plain subplots fails here: redraw it with sattn.panel_figure, or stack its panels."""
+    images = _fit(visits, width, name)["images"]
+    bad = [i for i in images if i["panels"] != "narrow"
+           and i["width"] < MIN_PHONE_SCALE * i["natural"]]
+    assert not bad, (f"{name} at {width} px: {len(bad)} output image(s) shrunk below "
+                     f"{MIN_PHONE_SCALE:.0%} of their size, their text unreadable:\n"
+                     + "\n".join(f"  {i['where']}: {i['width']} px of {i['natural']} "
+                                  f"(scale {i['width'] / i['natural']:.2f})" for i in bad))
+
+
+def test_the_image_check_sees_a_shrunk_image(html_dir):
+    """The check itself: an output image three times wider than a phone's column is reported at
+    its scale."""
+    from page_visits import IMAGES_JS
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, viewport=(390, 844))
+        page = ctx.new_page()
+        page.goto(base + "chapters/notation.html", wait_until="load")
+        page.evaluate(CHECKS_JS)
+        page.evaluate("""async () => {
+            const c = document.createElement("canvas"); c.width = 1000; c.height = 300;
+            const url = c.toDataURL("image/png");
+            document.querySelector("article.bd-article").insertAdjacentHTML("beforeend",
+              '<div class="cell" id="wide-cell"><div class="cell_output"><img id="wide-img" src="' +
+              url + '"></div></div>');
+            await document.getElementById("wide-img").decode();
+        }""")
+        found = [i for i in page.evaluate(IMAGES_JS) if i["where"].startswith("wide-cell")]
+        assert len(found) == 1 and found[0]["natural"] == 1000, found
+        assert found[0]["width"] < MIN_PHONE_SCALE * 1000 and found[0]["panels"] is None, found
+        ctx.close()
 
 
 def test_the_math_check_sees_a_wide_formula(html_dir):
