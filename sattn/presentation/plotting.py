@@ -229,7 +229,7 @@ class PanelFigure:
 
 
 def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float = 3.0,
-                 dpi: int | None = None) -> PanelFigure:
+                 dpi: int | None = None, constrained: bool = False) -> PanelFigure:
     """A row of ``n`` panels that a phone shows stacked (one panel per screen width).
 
     ``draw(fig, axes)`` draws the panels on a list of ``n`` axes; it is called twice, once on a
@@ -245,6 +245,9 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
         Size of one panel in inches (positive, at most 20).
     dpi : int, optional
         Resolution of the two PNGs (default the book's).
+    constrained : bool
+        Lay the panels out with matplotlib's constrained layout (needed when ``draw`` adds a
+        colorbar shared by several panels) instead of ``tight_layout`` (the default).
 
     Returns
     -------
@@ -272,10 +275,13 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
         raise TypeError(f"draw must be callable as draw(fig, axes), got {type(draw).__name__}")
     panel_width = check_real("panel_width", panel_width, low=0.0, high=20.0, low_open=True)
     panel_height = check_real("panel_height", panel_height, low=0.0, high=20.0, low_open=True)
+    check_bool("constrained", constrained)
     pngs = []
     for rows, cols in ((1, n), (n, 1)):
-        fig, axes = subplots(rows, cols, width=panel_width * cols, height=panel_height * rows)
+        fig, axes = subplots(rows, cols, width=panel_width * cols, height=panel_height * rows,
+                             **({"layout": "constrained"} if constrained else {}))
         draw(fig, list(np.ravel(axes)))
-        fig.tight_layout()
+        if not constrained:
+            fig.tight_layout()
         pngs.append(figure_to_png(fig, dpi=dpi))
     return PanelFigure(pngs[0], pngs[1], n)
