@@ -95,6 +95,20 @@ def test_panel_figure_with_a_shared_colorbar_warns_nothing():
     assert ww > 2 * wh and nh > 2 * nw
 
 
+def test_panel_figure_in_columns_is_a_grid_and_a_column():
+    """columns=3: five panels as a grid of two rows on a wide screen, still one column on a phone."""
+    calls = []
+
+    def draw(fig, axes):
+        calls.append(len(axes))
+        for ax in axes:
+            ax.plot([0, 1], [0, 1])
+    pf = panel_figure(5, draw, panel_width=3.0, panel_height=2.5, columns=3)
+    assert calls == [5, 5]
+    (ww, wh), (nw, nh) = _png_size(pf.wide), _png_size(pf.narrow)
+    assert 1.0 < ww / wh < 2.4 and nh > 4 * nw  # two rows of three (one cell empty); a column
+
+
 def test_panel_figure_rejects_bad_input():
     with pytest.raises(TypeError):
         panel_figure(2, "not callable")
@@ -106,3 +120,7 @@ def test_panel_figure_rejects_bad_input():
         panel_figure(2, _draw, panel_width=-1.0)
     with pytest.raises(TypeError):
         panel_figure(2, _draw, constrained="yes")
+    with pytest.raises(SizeTooLargeError):
+        panel_figure(2, _draw, columns=3)
+    with pytest.raises(ValueError):
+        panel_figure(2, _draw, columns=0)
