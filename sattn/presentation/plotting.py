@@ -229,8 +229,12 @@ class PanelFigure:
 
 
 def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float = 3.0,
-                 dpi: int | None = None) -> PanelFigure:
+                 dpi: int | None = None, constrained: bool = False,
+                 columns: int | None = None) -> PanelFigure:
     """A row of ``n`` panels that a phone shows stacked (one panel per screen width).
+
+    With ``columns`` the wide screen gets a grid of that many columns (rows filled from the left;
+    the unused cells of the last row left empty) instead of one row.
 
     ``draw(fig, axes)`` draws the panels on a list of ``n`` axes; it is called twice, once on a
     row of ``n`` panels and once on a column of them, so it must not depend on the layout.
@@ -245,6 +249,11 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
         Size of one panel in inches (positive, at most 20).
     dpi : int, optional
         Resolution of the two PNGs (default the book's).
+    constrained : bool
+        Lay the panels out with matplotlib's constrained layout (needed when ``draw`` adds a
+        colorbar shared by several panels) instead of ``tight_layout`` (the default).
+    columns : int, optional
+        Columns of the wide layout, ``1 <= columns <= n`` (default ``n``: one row).
 
     Returns
     -------
@@ -256,7 +265,7 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
     TypeError
         If ``draw`` is not callable.
     ValueError
-        If ``n < 1`` or a size is out of the range stated above.
+        If ``n < 1``, ``columns`` is not in ``1..n``, or a size is out of the range stated above.
     SizeTooLargeError
         If ``n > 12`` or ``dpi > 2400``.
 
@@ -272,10 +281,18 @@ def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float 
         raise TypeError(f"draw must be callable as draw(fig, axes), got {type(draw).__name__}")
     panel_width = check_real("panel_width", panel_width, low=0.0, high=20.0, low_open=True)
     panel_height = check_real("panel_height", panel_height, low=0.0, high=20.0, low_open=True)
+    check_bool("constrained", constrained)
+    columns = n if columns is None else check_size("columns", columns, cap=n,
+                                                   why="columns of a figure of n panels")
     pngs = []
-    for rows, cols in ((1, n), (n, 1)):
-        fig, axes = subplots(rows, cols, width=panel_width * cols, height=panel_height * rows)
-        draw(fig, list(np.ravel(axes)))
-        fig.tight_layout()
+    for rows, cols in ((-(-n // columns), columns), (n, 1)):
+        fig, axes = subplots(rows, cols, width=panel_width * cols, height=panel_height * rows,
+                             **({"layout": "constrained"} if constrained else {}))
+        axes = list(np.ravel(axes))
+        for ax in axes[n:]:
+            ax.remove()
+        draw(fig, axes[:n])
+        if not constrained:
+            fig.tight_layout()
         pngs.append(figure_to_png(fig, dpi=dpi))
     return PanelFigure(pngs[0], pngs[1], n)

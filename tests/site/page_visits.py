@@ -34,6 +34,41 @@ PANELS_JS = """() => [...document.querySelectorAll("article picture.book-panels"
   return { id: (p.closest("[id]") || {}).id || "", shown: img.currentSrc === src.srcset ? "narrow" : "wide",
            width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth };
 })"""
+#: Every output image of a page (a cell's image, a widget's image, a multi-panel figure's <picture>)
+#: as the reader sees it: its rendered width against the width of the PNG it shows, the PNG's
+#: resolution (its pHYs chunk, which matplotlib writes; null when absent), and, for a multi-panel
+#: figure, which of its two images is shown. Images not displayed (a hidden frame of an explorer)
+#: are left out: they are measured when shown.
+IMAGES_JS = """async () => {
+  const dpiOf = async (url) => {
+    try {
+      const b = new Uint8Array(await (await fetch(url)).arrayBuffer());
+      for (let i = 8; i + 12 <= b.length; ) {  // PNG chunks: length, type, data, CRC
+        const len = ((b[i] << 24) >>> 0) + (b[i + 1] << 16) + (b[i + 2] << 8) + b[i + 3];
+        const type = String.fromCharCode(b[i + 4], b[i + 5], b[i + 6], b[i + 7]);
+        if (type === "pHYs" && b[i + 16] === 1) {
+          const ppm = ((b[i + 8] << 24) >>> 0) + (b[i + 9] << 16) + (b[i + 10] << 8) + b[i + 11];
+          return Math.round(ppm * 0.0254);
+        }
+        if (type === "IDAT" || type === "IEND") break;
+        i += 12 + len;
+      }
+    } catch (e) { /* not a fetchable PNG */ }
+    return null;
+  };
+  const cells = [...document.querySelectorAll("article .cell")];
+  const imgs = [...new Set(document.querySelectorAll(
+    "article .cell_output img, article picture.book-panels img"))].filter((img) =>
+    img.checkVisibility() && img.getBoundingClientRect().width > 0 && img.naturalWidth > 0);
+  return Promise.all(imgs.map(async (img) => {
+    const p = img.closest("picture.book-panels"), src = p && p.querySelector("source");
+    const fig = img.closest("figure[id], .cell[id], section[id]") || {};
+    return { where: (fig.id || "") + " (cell " + cells.indexOf(img.closest(".cell")) + ")",
+             width: Math.round(img.getBoundingClientRect().width), natural: img.naturalWidth,
+             dpi: await dpiOf(img.currentSrc),
+             panels: p ? (img.currentSrc === src.srcset ? "narrow" : "wide") : null };
+  }));
+}"""
 #: The window every page is opened in (a laptop); once its checks ran, the same page is narrowed to
 #: each of NARROW (a phone) for the overflow checks of tests/site/test_narrow.py, then widened back.
 VIEWPORT = (1280, 900)
@@ -62,7 +97,8 @@ class PageVisit:
     overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
     notebook: dict = field(default_factory=dict)  # a chapter's .ipynb download and run panel
     narrow: dict = field(default_factory=dict)  # width -> {"column": overflow_check, "page": page_overflow}
-    # width (VIEWPORT's and each of NARROW) -> {"math": math_fit, "panels": PANELS_JS}
+    # width (VIEWPORT's and each of NARROW) -> {"math": math_fit, "panels": PANELS_JS,
+    # "images": IMAGES_JS}
     fit: dict = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -178,8 +214,10 @@ def visit_all(html_dir: str) -> dict[str, PageVisit]:
 
 
 def fit_report(page) -> dict:
-    """Formulas wider than their column (math_fit.js) and the layout each multi-panel figure shows."""
-    return {"math": page.evaluate(MATH_JS), "panels": page.evaluate(PANELS_JS)}
+    """Formulas wider than their column (math_fit.js), the layout each multi-panel figure shows
+    and the scale at which each output image is shown (IMAGES_JS)."""
+    return {"math": page.evaluate(MATH_JS), "panels": page.evaluate(PANELS_JS),
+            "images": page.evaluate(IMAGES_JS)}
 
 
 def notebook_offer(page) -> dict:

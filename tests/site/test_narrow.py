@@ -2,7 +2,9 @@
 (tests/site/page_overflow.js: the document's scrollWidth against its clientWidth, so nothing at all
 makes a reader scroll the whole page sideways -- a long inline literal, a table, a code line), and
 no display equation, table, widget, output image or printed output sticks out of its column unless
-it has a scroll bar of its own (tests/site/overflow_check.js). Mathematics is held to more
+it has a scroll bar of its own (tests/site/overflow_check.js), and no output image is shrunk so far
+that its text cannot be read (MIN_TEXT_PX; a multi-panel figure gives a phone its panels
+stacked). Mathematics is held to more
 (tests/site/math_fit.js), at a desktop's 1280 x 900 and at a phone's 390 x 844: no display equation
 is wider than its column even where it could scroll in its own box (a reader sees half an equation
 and no cue that the rest lies beyond the edge), and no inline formula reaches past its paragraph.
@@ -103,6 +105,77 @@ def test_multi_panel_figures_stack_on_a_phone(visits, width, name):
     if want == "narrow":
         small = [p for p in panels if p["width"] < 0.8 * p["natural"]]
         assert not small, f"{name}: stacked panels shrunk below 80% of their size: {small}"
+
+
+#: The smallest text of the book's figures: tick labels of 8 pt (sattn.presentation.plotting's
+#: BOOK_STYLE), drawn at the PNG's resolution (90 dpi unless a figure asks for another: 10 px of the
+#: PNG) and shown at the scale the page gives the image (rendered width / the PNG's own width).
+TICK_PT, BOOK_DPI = 8, 90
+#: The least height, in CSS pixels, that a phone may draw that text at. At 6 px (a phone draws a
+#: CSS pixel with 2-3 device pixels, so the digits stay sharp) the tick labels are still legible;
+#: below it digits run into each other. For a 90-dpi figure this is a scale of at least 0.6: a row
+#: of two panels 8.4 inches wide (about 640 px) in a phone's 342 px column is at 0.53 (5.3 px), a
+#: row of three at 0.42 (4.2 px), while a single panel 6.4 inches wide keeps 0.6.
+MIN_TEXT_PX = 6.0
+
+
+def text_px(image: dict) -> float:
+    """Height in CSS pixels at which the page draws the figure's 8-pt tick labels."""
+    return TICK_PT / 72 * (image["dpi"] or BOOK_DPI) * image["width"] / image["natural"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_output_images_are_readable_on_a_phone(visits, width, name):
+    """Every output image of every page (figures, explorers' frames as shown, panel figures) is
+    drawn on a phone with its tick labels at least MIN_TEXT_PX high, unless it is a multi-panel
+    figure showing its stacked image (sattn.panel_figure), which is held to the test above. A
+    figure of panels side by side made with plain subplots fails here: redraw it with
+    sattn.panel_figure, or stack its panels."""
+    images = _fit(visits, width, name)["images"]
+    bad = [i for i in images if i["panels"] != "narrow" and text_px(i) < MIN_TEXT_PX]
+    assert not bad, (f"{name} at {width} px: {len(bad)} output image(s) shrunk until their "
+                     f"{TICK_PT}-pt text is under {MIN_TEXT_PX:g} px:\n"
+                     + "\n".join(f"  {i['where']}: {i['width']} px of {i['natural']} at "
+                                  f"{i['dpi'] or BOOK_DPI} dpi, text {text_px(i):.1f} px" for i in bad))
+
+
+def test_the_image_check_sees_a_shrunk_image(html_dir):
+    """The check itself: a PNG three times wider than a phone's column is reported; and a 72-dpi
+    matplotlib figure 8.5 inches wide (about 530 px), whose scale (about 0.65) would pass at 90 dpi,
+    is reported because its resolution is read from the PNG (its 8-pt text drawn at 8 px, shown
+    at about 5.2 px)."""
+    import base64
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from page_visits import IMAGES_JS
+    from sattn.presentation.plotting import figure_to_png, subplots
+    fig, ax = subplots(1, 1, width=8.5, height=2.0)
+    ax.plot([0, 1], [0, 1])
+    png72 = base64.b64encode(figure_to_png(fig, dpi=72)).decode("ascii")
+    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
+        ctx = browser_mod.new_context(browser, viewport=(390, 844))
+        page = ctx.new_page()
+        page.goto(base + "chapters/notation.html", wait_until="load")
+        page.evaluate(CHECKS_JS)
+        page.evaluate("""async (png72) => {
+            const c = document.createElement("canvas"); c.width = 1000; c.height = 300;
+            const add = (id, url) => document.querySelector("article.bd-article").insertAdjacentHTML(
+              "beforeend", '<div class="cell" id="' + id + '"><div class="cell_output"><img src="' +
+              url + '"></div></div>');
+            add("wide-cell", c.toDataURL("image/png"));
+            add("dpi-cell", "data:image/png;base64," + png72);
+            await Promise.all([...document.querySelectorAll("#wide-cell img, #dpi-cell img")]
+                              .map((i) => i.decode()));
+        }""", png72)
+        found = {i["where"].split(" ")[0]: i for i in page.evaluate(IMAGES_JS)}
+        wide, low = found["wide-cell"], found["dpi-cell"]
+        assert wide["natural"] == 1000 and wide["panels"] is None and wide["dpi"] is None, wide
+        assert text_px(wide) < MIN_TEXT_PX, wide
+        assert low["dpi"] == 72 and 0.6 < low["width"] / low["natural"] < 0.75, low
+        assert text_px(low) < MIN_TEXT_PX < text_px(dict(low, dpi=None)), low
+        ctx.close()
 
 
 def test_the_math_check_sees_a_wide_formula(html_dir):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import base64
 import re
+import warnings
 
 import matplotlib
 
 matplotlib.use("Agg")
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import sattn  # noqa: E402
@@ -80,6 +82,33 @@ def test_panel_figure_is_a_row_and_a_column():
     assert "3 panels" in bundle["text/plain"]
 
 
+def test_panel_figure_with_a_shared_colorbar_warns_nothing():
+    """constrained=True: a colorbar shared by every panel, laid out without tight_layout's warning."""
+    def draw(fig, axes):
+        for ax in axes:
+            im = ax.imshow(np.arange(12.0).reshape(3, 4))
+        fig.colorbar(im, ax=axes, shrink=0.8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pf = panel_figure(3, draw, panel_width=3.0, panel_height=2.5, constrained=True)
+    (ww, wh), (nw, nh) = _png_size(pf.wide), _png_size(pf.narrow)
+    assert ww > 2 * wh and nh > 2 * nw
+
+
+def test_panel_figure_in_columns_is_a_grid_and_a_column():
+    """columns=3: five panels as a grid of two rows on a wide screen, still one column on a phone."""
+    calls = []
+
+    def draw(fig, axes):
+        calls.append(len(axes))
+        for ax in axes:
+            ax.plot([0, 1], [0, 1])
+    pf = panel_figure(5, draw, panel_width=3.0, panel_height=2.5, columns=3)
+    assert calls == [5, 5]
+    (ww, wh), (nw, nh) = _png_size(pf.wide), _png_size(pf.narrow)
+    assert 1.0 < ww / wh < 2.4 and nh > 4 * nw  # two rows of three (one cell empty); a column
+
+
 def test_panel_figure_rejects_bad_input():
     with pytest.raises(TypeError):
         panel_figure(2, "not callable")
@@ -89,3 +118,9 @@ def test_panel_figure_rejects_bad_input():
         panel_figure(13, _draw)
     with pytest.raises(ValueError):
         panel_figure(2, _draw, panel_width=-1.0)
+    with pytest.raises(TypeError):
+        panel_figure(2, _draw, constrained="yes")
+    with pytest.raises(SizeTooLargeError):
+        panel_figure(2, _draw, columns=3)
+    with pytest.raises(ValueError):
+        panel_figure(2, _draw, columns=0)
