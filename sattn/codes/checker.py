@@ -23,12 +23,15 @@ from .inputs import CodeInput, target_supports
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["CodeReport", "check_code_input"]
-__all__ = [*__flat__, "MAX_ENUM_BITS", "MAX_FREE"]
+__all__ = [*__flat__, "MAX_CANDIDATES", "MAX_ENUM_BITS", "MAX_FREE"]
 
 #: Largest key length (bits) of the enumerating checker (keys are held as 64-bit integers).
 MAX_ENUM_BITS = 62
 #: Largest number of free positions (where a query is 0) whose fillings the checker enumerates.
 MAX_FREE = 6
+#: Largest number of candidate keys per query (all radii) that the enumerating checker tries;
+#: beyond it ``"auto"`` checks in row blocks.
+MAX_CANDIDATES = 50_000
 
 
 @dataclass(frozen=True)
@@ -145,8 +148,9 @@ def _extremes_enumerate(code: CodeInput, cols, r_max=2):
         base_w = np.unique(const_w - _popcount(ideal))
         wanted = sorted({int(v) for w in base_w.tolist() for v in range(w - r_max, w + r_max + 1)
                          if 0 <= v <= f})
-    if sum(math.comb(f, s) for s in wanted) > 4096:
-        raise ValueError("too many fillings of the zero positions to enumerate")
+    n_fills = sum(math.comb(f, s) for s in wanted)
+    if n_fills > 4096 or n_fills * sum(math.comb(d, r) for r in range(r_max + 1)) > MAX_CANDIDATES:
+        raise ValueError("too many candidates per query to enumerate")
     combos_of = {s: (np.array(list(itertools.combinations(range(f), s)), dtype=np.int64)
                      if s else np.zeros((1, 0), dtype=np.int64)) for s in wanted}
     off_max = np.full(L, np.iinfo(np.int64).min)
@@ -265,7 +269,8 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
     method : {"auto", "enumerate", "blocks"}
         ``"enumerate"``: for each query, the keys within Hamming radius 2 of its best pattern are
         looked up in the sorted keys (keys of two values, at most 62 entries, queries with at most
-        6 zeros); beyond radius 2 the off-support logit is bounded, not found. ``"blocks"``:
+        6 zeros or keys of one weight, at most ``MAX_CANDIDATES`` candidates per query); beyond
+        radius 2 the off-support logit is bounded, not found. ``"blocks"``:
         exact products in row blocks (``O(L**2 d)`` time, ``O(L)`` memory per row). ``"auto"``:
         enumerate where it applies.
     float_format : bool, default True

@@ -43,7 +43,7 @@ CODE_SEED = 20260
 CODE_PROFILES = {
     "quick": {"lengths": (64, 256, 1024), "hash_limit": {1: 1024, 2: 1024, 4: 1024}},
     "paper": {"lengths": tuple(2 ** p for p in range(6, 21)),
-              "hash_limit": {1: 2 ** 14, 2: 2 ** 14, 4: 2 ** 16}},
+              "hash_limit": {1: 2 ** 12, 2: 2 ** 12, 4: 2 ** 15}},
 }
 _CODE_DESCRIPTION = (
     "Codes for the book's weights (W_Q = [I; 0], W_K = [0; I]) against the target of the width x "
