@@ -14,18 +14,48 @@ import math
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import check_int
+from .._validate import as_matrix, check_int
 from ..patterns.supports import width_bits_lower_bound
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["antichain_length", "bilinear_bound", "bilinear_min_bits", "book_weights_bound",
             "serving_obstruction"]
-__all__ = [*__flat__, "ceil_log2"]
+__all__ = [*__flat__, "ceil_log2", "target_supports"]
 
 
 def ceil_log2(n: int) -> int:
     """``ceil(log2 n)`` for an integer ``n >= 1``, exactly."""
     return (int(n) - 1).bit_length()
+
+
+def target_supports(A):
+    """``(L, k, cols)`` of a target of the width x bits class: ``cols[l]`` the support of row
+    ``l`` (sorted), every row of the same size ``k`` with equal positive values.
+
+    ``A`` is a square array or scipy.sparse matrix (explicit zeros are not on the support).
+    Raises ``TypeError``/``ValueError`` naming ``A`` otherwise.
+    """
+    if sps.issparse(A):
+        A = sps.csr_array(A, dtype=np.float64)
+        if A.shape[0] != A.shape[1] or 0 in A.shape:
+            raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")
+        if not np.isfinite(A.data).all():
+            raise ValueError("A must contain only finite numbers")
+    else:
+        A = sps.csr_array(as_matrix("A", A, square=True))
+    A.eliminate_zeros()
+    A.sort_indices()
+    L = A.shape[0]
+    sizes = np.diff(A.indptr)
+    if L < 2 or sizes.min() != sizes.max() or sizes[0] < 1:
+        raise ValueError("A must have the same number k >= 1 of nonzeros in every row "
+                         f"(L >= 2), got L = {L} and row sizes {sizes.min()}..{sizes.max()}")
+    k = int(sizes[0])
+    vals = A.data.reshape(L, k)
+    if (vals <= 0).any() or (vals != vals[:, :1]).any():
+        raise ValueError("A must have positive nonzeros, equal within each row (the class of the "
+                         "width x bits bound)")
+    return L, k, A.indices.reshape(L, k).astype(np.int64)
 
 
 def book_weights_bound(L, k=1) -> int:
@@ -123,12 +153,18 @@ def bilinear_min_bits(L, k, d_hid):
     k = check_int("k", k, low=1, high=L - 1)
     d_hid = check_int("d_hid", d_hid, low=1)
     counting = math.ceil(width_bits_lower_bound(L, k) / d_hid)
+    b = _line_bits(L, k, d_hid)
+    return None if b is None else max(b, counting)
+
+
+def _line_bits(L, k, d_hid):
+    """Least ``b >= 1`` with ``2 k 2**(b (d_hid - 1)) >= L`` (``None`` if none: ``d_hid = 1``
+    and ``L > 2 k``)."""
     if d_hid == 1:
-        return None if L > 2 * k else max(1, counting)
-    b = 1
-    while 2 * k * 2 ** (b * (d_hid - 1)) < L:
-        b += 1
-    return max(b, counting)
+        return None if L > 2 * k else 1
+    # 2**(b (d_hid - 1)) >= L / (2 k)  <=>  b (d_hid - 1) >= ceil(log2(ceil(L / 2k)))
+    need = ceil_log2(-(-L // (2 * k)))
+    return max(1, -(-need // (d_hid - 1)))
 
 
 def bilinear_bound(L, k, *, max_width: int = 4096) -> tuple:
@@ -139,11 +175,17 @@ def bilinear_bound(L, k, *, max_width: int = 4096) -> tuple:
     ----------
     :ref:`ch-width-bits`.
     """
+    L = check_int("L", L, low=2, high=2 ** 53)
+    k = check_int("k", k, low=1, high=L - 1)
     max_width = check_int("max_width", max_width, low=1, high=10 ** 6)
+    c = width_bits_lower_bound(L, k)
     best = None
     for w in range(1, max_width + 1):
-        b = bilinear_min_bits(L, k, w)
-        if b is not None and (best is None or w * b < best[0]):
+        b = _line_bits(L, k, w)
+        if b is None:
+            continue
+        b = max(b, math.ceil(c / w))
+        if best is None or w * b < best[0]:
             best = (w * b, w)
     return best
 
@@ -171,9 +213,16 @@ def serving_obstruction(Q, K, A):
     ----------
     :ref:`ch-width-bits` (the proof of :func:`book_weights_bound`).
     """
-    Q, K = np.asarray(Q), np.asarray(K)
-    A = sps.csr_array(A) if sps.issparse(A) else sps.csr_array(np.asarray(A))
-    sup = [frozenset(A.indices[A.indptr[i]:A.indptr[i + 1]].tolist()) for i in range(A.shape[0])]
+    Q = as_matrix("Q", Q) + 0.0            # + 0.0: -0.0 and 0.0 compare as equal bytes
+    K = as_matrix("K", K) + 0.0
+    if Q.shape != K.shape:
+        raise ValueError(f"Q and K must have the same shape, got Q {Q.shape} and K {K.shape}")
+    L, _, cols = target_supports(A)
+    if L != Q.shape[0]:
+        raise ValueError(f"A must have {Q.shape[0]} rows (one per token of Q), got {L}")
+    A = sps.csr_array((np.ones(cols.size), cols.ravel(), np.arange(0, cols.size + 1, cols.shape[1])),
+                      shape=(L, L))
+    sup = [frozenset(r) for r in cols.tolist()]
     seen = {}
     for l, row in enumerate(map(bytes, np.ascontiguousarray(Q))):
         if row in seen and sup[seen[row]] != sup[l]:

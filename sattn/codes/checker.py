@@ -19,7 +19,8 @@ from .._validate import check_bool
 from ..results import Result
 from ..patterns.criteria import validate_tolerances
 from ..precision.formats import FormatArithmetic
-from .inputs import CodeInput, target_supports
+from .bounds import target_supports
+from .inputs import CodeInput
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["CodeReport", "check_code_input"]
@@ -288,13 +289,13 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
     check_bool("float_format", float_format)
     if not isinstance(code, CodeInput):
         raise TypeError(f"code must be a CodeInput, got {type(code).__name__}")
-    if method not in ("auto", "enumerate", "blocks"):
+    if not isinstance(method, str) or method not in ("auto", "enumerate", "blocks"):
         raise ValueError(f"method must be 'auto', 'enumerate' or 'blocks', got {method!r}")
     if not code.ok:
         raise ValueError(f"{code.name}: an entry lies off its {code.bits}-bit {code.grid} grid")
     L, k, cols = target_supports(A)
     if L != code.L:
-        raise ValueError(f"A has {L} rows, the code {code.L}")
+        raise ValueError(f"A must have as many rows as the code ({code.L}), got {L}")
     t0 = time.perf_counter()
     ext = None
     used = method

@@ -16,12 +16,17 @@ import scipy.sparse as sps
 
 from .._validate import check_int
 from ..results import Result
-from .bounds import antichain_length, ceil_log2
+from .bounds import antichain_length, ceil_log2, target_supports
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["CodeInput", "column_cycles", "constant_weight_input", "cycle_code_input",
             "hash_code_input", "sign_code_input"]
-__all__ = [*__flat__, "grid_levels", "target_supports"]
+__all__ = [*__flat__, "MAX_BLOCKS", "MAX_SYMBOLS", "grid_levels"]
+
+#: Largest number of symbols per block of the hash code (its keys have ``T q`` entries).
+MAX_SYMBOLS = 1024
+#: Largest number of blocks of the hash code.
+MAX_BLOCKS = 10_000
 
 
 @dataclass(frozen=True)
@@ -100,26 +105,6 @@ def grid_levels(grid: str, bits: int) -> np.ndarray:
     raise ValueError(f"grid must be 'symmetric' or 'twos', got {grid!r}")
 
 
-def target_supports(A):
-    """``(L, k, cols)``: ``cols[l]`` the support of row ``l`` (sorted), every row of size ``k``
-    with equal values (the targets of the width x bits class)."""
-    A = sps.csr_array(A) if sps.issparse(A) else sps.csr_array(np.asarray(A, dtype=np.float64))
-    A.sort_indices()
-    L = A.shape[0]
-    if A.shape != (L, L):
-        raise ValueError(f"A must be square, got shape {A.shape}")
-    sizes = np.diff(A.indptr)
-    if L < 2 or sizes.min() != sizes.max() or sizes[0] < 1:
-        raise ValueError("A must have the same number k >= 1 of nonzeros in every row "
-                         f"(L >= 2), got row sizes {sizes.min()}..{sizes.max()}")
-    k = int(sizes[0])
-    vals = A.data.reshape(L, k)
-    if (vals <= 0).any() or (vals != vals[:, :1]).any():
-        raise ValueError("A's nonzeros must be positive and equal within each row (the class "
-                         "of the width x bits bound)")
-    return L, k, A.indices.reshape(L, k).astype(np.int64)
-
-
 def _bits_to_signs(codes: np.ndarray, m: int) -> np.ndarray:
     """``codes`` (integers) as ``+1`` (bit set) / ``-1`` rows of length ``m`` (bit 0 first)."""
     bits = (codes[:, None] >> np.arange(m, dtype=np.int64)) & 1
@@ -150,7 +135,7 @@ def sign_code_input(A) -> CodeInput:
     """
     L, k, cols = target_supports(A)
     if k != 1 or np.unique(cols[:, 0]).size != L:
-        raise ValueError("sign_code_input needs a permutation target (k = 1)")
+        raise ValueError("A must be a permutation target (one nonzero per row and column)")
     m = max(1, ceil_log2(L))
     K = _bits_to_signs(np.arange(L, dtype=np.int64), m)
     return CodeInput("sign code", K[cols[:, 0]], K, 1.0, "symmetric", 1, {"m": m})
@@ -170,7 +155,7 @@ def constant_weight_input(A) -> CodeInput:
     """
     L, k, cols = target_supports(A)
     if k != 1 or np.unique(cols[:, 0]).size != L:
-        raise ValueError("constant_weight_input needs a permutation target (k = 1)")
+        raise ValueError("A must be a permutation target (one nonzero per row and column)")
     m = antichain_length(L)
     w = m // 2
     sets = np.fromiter(itertools.chain.from_iterable(
@@ -192,13 +177,13 @@ def column_cycles(A) -> list:
     """
     L, k, cols = target_supports(A)
     if k != 2:
-        raise ValueError(f"column_cycles needs k = 2, got k = {k}")
+        raise ValueError(f"A must have k = 2 nonzeros per row, got k = {k}")
     inc = [[] for _ in range(L)]
     for l, (a, b) in enumerate(cols.tolist()):
         inc[a].append(l)
         inc[b].append(l)
     if any(len(r) != 2 for r in inc):
-        raise ValueError("every column of a k = 2 target must lie in exactly 2 rows")
+        raise ValueError("A must have 2 nonzeros in every column (a k = 2 target)")
     used = np.zeros(L, dtype=bool)
     out = []
     for start in range(L):
@@ -315,13 +300,13 @@ def hash_code_input(A, *, q=None, seed: int = 0, max_blocks: int = 200,
     ----------
     A : target of the class (every row ``k`` equal nonzeros).
     q : int, optional
-        Symbols per block (default ``k + 2``: fewer symbols lose less to the blocks where two
+        Symbols per block, ``k + 1 <= q <= MAX_SYMBOLS`` (default ``k + 2``: fewer symbols lose less to the blocks where two
         columns of a support share a symbol than the first-order count ``q / log(q / k)``
         suggests; measured against ``2 k`` and ``e k`` in the tests).
     seed : int
         Seed of the hashes.
     max_blocks : int
-        Give up (``RuntimeError``) beyond this many blocks.
+        Give up (``RuntimeError``) beyond this many blocks (at most ``MAX_BLOCKS``).
     block_rows : int
         Rows per block of the separation check.
 
@@ -331,7 +316,10 @@ def hash_code_input(A, *, q=None, seed: int = 0, max_blocks: int = 200,
     form is the book's (:ref:`ch-width-bits`).
     """
     L, k, cols = target_supports(A)
-    q = k + 2 if q is None else check_int("q", q, low=k + 1)
+    q = k + 2 if q is None else check_int("q", q, low=k + 1, high=MAX_SYMBOLS)
+    seed = check_int("seed", seed, low=0)
+    max_blocks = check_int("max_blocks", max_blocks, low=1, high=MAX_BLOCKS)
+    block_rows = check_int("block_rows", block_rows, low=1)
     rng = np.random.default_rng([20261, seed, L, k, q])
     # about L**2 (k/q)**T pairs stay unseparated after T random blocks: draw the first T0 blocks
     # at once (about L pairs left), then one block at a time for the rows still unseparated

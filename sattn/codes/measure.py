@@ -8,6 +8,7 @@ manifest; ``python -m sattn reproduce width-codes`` runs it, resumably. :ref:`ch
 from __future__ import annotations
 
 import math
+import os
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -175,8 +176,8 @@ def load_width_codes(data_dir="data"):
     StoreError
         If the CSV or its manifest is missing.
     """
-    if not isinstance(data_dir, (str, Path)):
-        raise TypeError(f"data_dir must be a path, got {type(data_dir).__name__}")
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
     path = Path(data_dir) / "width_codes.csv"
     if not path.exists() or not (Path(data_dir) / "width_codes_manifest.json").exists():
         raise StoreError(f"{path} or its manifest is missing: run "

@@ -58,7 +58,7 @@ RESULT_CLASSES = {
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
-    "Certified",
+    "Certified", "CodeInput", "CodeReport",
 }
 
 
@@ -90,6 +90,7 @@ def _instances():
     labels = [np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)]
     eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
     Ls = 2.0 ** np.arange(6, 16)
+    P8 = sattn.regular_pattern(8, 1, np.random.default_rng(5))
     return [
         sattn.check_k_nonzero_bounded(A, 2),
         sattn.check_k_nonzero_bounded(np.ones((3, 3)), 1),
@@ -126,6 +127,8 @@ def _instances():
         acceptance.boxcox_profile(Ls, 20 * np.log(Ls) - 40, np.full(Ls.shape, 0.25)),
         acceptance.decide("s", Ls, 4 * (Ls ** 0.3 - 1) / 0.3, np.full(Ls.shape, 0.25), df=20),
         acceptance.Calibration("s", (64, 128), 2, {0.0: 0.5, 0.3: 1.0}),
+        sattn.sign_code_input(sattn.regular_pattern(8, 1, rng)),
+        sattn.check_code_input(sattn.sign_code_input(P8), P8, 3.0, 0.9),
     ]
 
 
