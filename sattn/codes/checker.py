@@ -48,8 +48,6 @@ class CodeReport(Result):
         (``gap < 0`` is a pass of (7) when ``-gap * unit**2 >= ln(1/eps2)``).
     margin6, margin7 : float
         ``ln(1 + eps1) - unit**2 spread`` and ``ln(eps2) - unit**2 gap``.
-    gap_is_bound : bool
-        ``gap`` is an upper bound (no key off a support was found within the searched radius).
     float_p : int or None
         Least significand ``p`` (2..24) with which the whole pass in a ``p``-bit format meets
         (6)-(7), decided from the same extremes (``None`` if not asked or none passes).
@@ -68,7 +66,6 @@ class CodeReport(Result):
     gap: int
     margin6: float
     margin7: float
-    gap_is_bound: bool
     float_p: int | None
     float_bits: int | None
     exponent_bits: int | None
@@ -80,7 +77,7 @@ class CodeReport(Result):
     def message(self) -> str:
         fl = ("" if self.float_p is None else
               f"; float format: p = {self.float_p}, {self.float_bits} bits")
-        gap = f"<= {self.gap}" if self.gap_is_bound else f"{self.gap}"
+        gap = f"{self.gap}"
         return (f"{'PASS' if self.ok else 'FAIL'} ({self.method}, {self.rows_checked} rows): "
                 f"spread on supports {self.spread}, off-support gap {gap} (margins "
                 f"{self.margin6:.4g} (6), {self.margin7:.4g} (7)){fl}")
@@ -196,27 +193,30 @@ def _extremes_enumerate(code: CodeInput, cols, r_max=2):
     return on_min, on_max, off_max, bound
 
 
-def _extremes_blocks(code: CodeInput, cols, block_rows=None):
-    """Per row: ``(on_min, on_max, off_max, False)`` from exact products in row blocks (float32
-    products of small integers are exact: every partial sum stays below 2**24)."""
+def _extremes_blocks(code: CodeInput, cols, block_rows=None, rows=None):
+    """Per row (or for ``rows`` only): ``(on_min, on_max, off_max, False)`` from exact products in
+    row blocks (float32 products of small integers are exact: every partial sum stays below
+    2**24)."""
     L, d = code.L, code.d
+    which = np.arange(L) if rows is None else np.asarray(rows)
     amax = int(np.abs(code.Q).max(initial=0)) * int(np.abs(code.K).max(initial=0))
     if amax * d >= 2 ** 24:
         raise ValueError("the products could exceed 2**24: not exact in float32")
     block_rows = block_rows or max(1, min(L, (32 << 20) // (4 * L)))
     Kt = np.ascontiguousarray(code.K.T.astype(np.float32))
     Qf = code.Q.astype(np.float32)
-    on_min = np.empty(L, dtype=np.int64)
-    on_max = np.empty(L, dtype=np.int64)
-    off_max = np.empty(L, dtype=np.int64)
-    for s in range(0, L, block_rows):
-        rows = np.arange(s, min(s + block_rows, L))
+    on_min = np.empty(which.size, dtype=np.int64)
+    on_max = np.empty(which.size, dtype=np.int64)
+    off_max = np.empty(which.size, dtype=np.int64)
+    for s in range(0, which.size, block_rows):
+        out = np.arange(s, min(s + block_rows, which.size))
+        rows = which[out]
         G = Qf[rows] @ Kt
         on = np.take_along_axis(G, cols[rows], axis=1)
-        on_min[rows], on_max[rows] = on.min(axis=1), on.max(axis=1)
+        on_min[out], on_max[out] = on.min(axis=1), on.max(axis=1)
         np.put_along_axis(G, cols[rows], -np.inf, axis=1)
-        off_max[rows] = G.max(axis=1) if L > cols.shape[1] else np.iinfo(np.int64).min
-    return on_min, on_max, off_max, np.zeros(L, dtype=bool)
+        off_max[out] = G.max(axis=1) if L > cols.shape[1] else np.iinfo(np.int64).min
+    return on_min, on_max, off_max, np.zeros(which.size, dtype=bool)
 
 
 def _exponent_bits(values) -> int:
@@ -271,7 +271,7 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
         ``"enumerate"``: for each query, the keys within Hamming radius 2 of its best pattern are
         looked up in the sorted keys (keys of two values, at most 62 entries, queries with at most
         6 zeros or keys of one weight, at most ``MAX_CANDIDATES`` candidates per query); beyond
-        radius 2 the off-support logit is bounded, not found. ``"blocks"``:
+        radius 2 the rows left are computed from exact products. ``"blocks"``:
         exact products in row blocks (``O(L**2 d)`` time, ``O(L)`` memory per row). ``"auto"``:
         enumerate where it applies.
     float_format : bool, default True
@@ -310,6 +310,10 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
         ext = _extremes_blocks(code, cols)
         used = "blocks"
     on_min, on_max, off_max, bound = ext
+    if bound.any():                      # rows whose nearest off-support key lies beyond the
+        rows = np.flatnonzero(bound)     # searched radius: exact products for those rows
+        off_max = off_max.copy()
+        off_max[rows] = _extremes_blocks(code, cols, rows=rows)[2]
     has_off = off_max > np.iinfo(np.int64).min // 2
     spread = int((on_max - on_min).max())
     gap = int(np.where(has_off, off_max - on_min, -(2 ** 62)).max())
@@ -328,6 +332,6 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
             e = _exponent_bits(np.concatenate([np.unique(code.Q), np.unique(code.K)]) * code.unit)
             fb = 1 + e + (p - 1)
     return CodeReport(ok=ok, eps1=eps1, eps2=eps2, spread=spread, gap=gap, margin6=float(m6),
-                      margin7=float(m7), gap_is_bound=bool(bound[has_off].any()), float_p=p,
+                      margin7=float(m7), float_p=p,
                       float_bits=fb, exponent_bits=e, method=used, rows_checked=L,
                       seconds=round(time.perf_counter() - t0, 3))

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -284,25 +285,71 @@ def _cover_pairs(H, cols, q, rows=None):
     return cov
 
 
+def _separating_colouring(pairs_l, pairs_j, cols, q, L, rng):
+    """A block (``L`` symbols in ``[q]``) with ``h(j) != h(a)`` for every pair ``(l, j)`` and
+    every ``a`` in row ``l``'s support, by greedy colouring in smallest-last order; ``None`` if
+    the greedy colouring needs more than ``q`` colours. Columns without a constraint get random
+    symbols."""
+    k = cols.shape[1]
+    a = cols[pairs_l].ravel()
+    j = np.repeat(pairs_j, k)
+    u, v = np.concatenate([a, j]), np.concatenate([j, a])
+    keep = u != v
+    u, v = u[keep], v[keep]
+    order = np.argsort(u, kind="stable")
+    u, v = u[order], v[order]
+    starts = np.searchsorted(u, np.arange(L + 1))
+    nbrs = [v[starts[x]:starts[x + 1]] for x in range(L)]
+    deg = np.diff(starts).astype(np.int64)
+    # smallest-last order: repeatedly remove a vertex of least remaining degree
+    heap = [(int(deg[x]), x) for x in range(L) if deg[x]]
+    heapq.heapify(heap)
+    removed = np.zeros(L, dtype=bool)
+    cur = deg.copy()
+    seq = []
+    while heap:
+        dg, x = heapq.heappop(heap)
+        if removed[x] or dg != cur[x]:
+            continue
+        removed[x] = True
+        seq.append(x)
+        for y in nbrs[x]:
+            if not removed[y]:
+                cur[y] -= 1
+                heapq.heappush(heap, (int(cur[y]), int(y)))
+    colour = rng.integers(q, size=L)
+    done = np.zeros(L, dtype=bool)
+    for x in reversed(seq):
+        used = set(colour[nbrs[x][done[nbrs[x]]]].tolist())
+        free = [c for c in range(q) if c not in used]
+        if not free:
+            return None
+        colour[x] = free[int(rng.integers(len(free)))]
+        done[x] = True
+    return colour
+
+
 def hash_code_input(A, *, q=None, seed: int = 0, max_blocks: int = 200,
                     block_rows: int = 256) -> CodeInput:
     """Any ``k``: ``T`` one-hot blocks of ``q`` positions, queries the union of the support's keys.
 
-    Block ``t`` hashes every column to one of ``q`` symbols (seeded); key ``j`` is ``-1`` at
-    position ``(t, h_t(j))`` for every block and 0 elsewhere, and query ``l`` is ``-1`` on the
-    union of its support's keys. The logit counts the blocks where ``h_t(j)`` is among the row's
-    ``k`` symbols: ``T`` on the support, and less than ``T`` off it exactly when some block
-    separates ``j`` from the row. Blocks are drawn until every pair is separated (checked in row
-    blocks, ``O(L**2 T)``); the last blocks are drawn again for the pairs left. A gap of 1, one bit
-    on the two's-complement grid ``{-1, 0}``.
+    Block ``t`` gives every column one of ``q`` symbols; key ``j`` is ``-1`` at position
+    ``(t, h_t(j))`` for every block and 0 elsewhere, and query ``l`` is ``-1`` on the union of its
+    support's keys. The logit counts the blocks where ``h_t(j)`` is among the row's symbols:
+    ``T`` on the support, and less than ``T`` off it exactly when some block separates ``j`` from
+    the row. The first blocks are random (seeded), as many as leave about ``L`` pairs unseparated;
+    then a block is *coloured* for the pairs left: a proper colouring (greedy, smallest-last
+    order) of the graph that joins each such column to its row's support separates them all; where
+    the colouring needs more than ``q`` colours a random block is drawn instead. Every pair is
+    checked in row blocks (``O(L**2 T)``). A gap of 1, one bit on the two's-complement grid
+    ``{-1, 0}``.
 
     Parameters
     ----------
     A : target of the class (every row ``k`` equal nonzeros).
     q : int, optional
-        Symbols per block, ``k + 1 <= q <= MAX_SYMBOLS`` (default ``k + 2``: fewer symbols lose less to the blocks where two
-        columns of a support share a symbol than the first-order count ``q / log(q / k)``
-        suggests; measured against ``2 k`` and ``e k`` in the tests).
+        Symbols per block, ``k + 1 <= q <= MAX_SYMBOLS`` (default ``k + 2``; for ``k = 4`` at
+        ``L = 1024 ... 16384``, ``q = 7`` and ``8`` give codes within a few positions of it).
     seed : int
         Seed of the hashes.
     max_blocks : int
@@ -321,24 +368,32 @@ def hash_code_input(A, *, q=None, seed: int = 0, max_blocks: int = 200,
     max_blocks = check_int("max_blocks", max_blocks, low=1, high=MAX_BLOCKS)
     block_rows = check_int("block_rows", block_rows, low=1)
     rng = np.random.default_rng([20261, seed, L, k, q])
-    # about L**2 (k/q)**T pairs stay unseparated after T random blocks: draw the first T0 blocks
-    # at once (about L pairs left), then one block at a time for the rows still unseparated
-    T0 = max(1, int(math.log(L) / math.log(q / k)))
+    # a random block leaves a pair unseparated with probability about r = k'/q (k' the expected
+    # number of distinct symbols among k): draw T0 blocks, about L pairs left, then colour a
+    # block for the pairs left (a proper colouring of the graph joining each such column to the
+    # row's support separates all of them); a random block where the colouring fails
+    r = 1.0 - (1.0 - 1.0 / q) ** k
+    T0 = max(1, int(math.log(L) / -math.log(r)))
     H = rng.integers(q, size=(T0, L))
     bad_rows = np.arange(L)
     while True:
-        left = []
+        pairs_l, pairs_j = [], []
         for s in range(0, bad_rows.size, block_rows):
             rows = bad_rows[s:s + block_rows]
             cov = _cover_pairs(H, cols, q, rows)
             cov[np.arange(rows.size)[:, None], cols[rows]] = False
-            left.append(rows[cov.any(axis=1)])
-        bad_rows = np.concatenate(left)
-        if bad_rows.size == 0:
+            i, j = np.nonzero(cov)
+            pairs_l.append(rows[i])
+            pairs_j.append(j)
+        pairs_l, pairs_j = np.concatenate(pairs_l), np.concatenate(pairs_j)
+        if pairs_l.size == 0:
             break
         if H.shape[0] >= max_blocks:
             raise RuntimeError(f"no separating code with {max_blocks} blocks at L = {L}")
-        H = np.vstack([H, rng.integers(q, size=(1, L))])
+        bad_rows = np.unique(pairs_l)
+        block = _separating_colouring(pairs_l, pairs_j, cols, q, L, rng) \
+            if pairs_l.size <= 4 * L else None
+        H = np.vstack([H, rng.integers(q, size=(1, L)) if block is None else block[None, :]])
     T = H.shape[0]
     m = T * q
     K = np.zeros((L, m), dtype=np.int8)

@@ -25,7 +25,7 @@ from .checker import check_code_input
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["load_width_codes"]
-__all__ = [*__flat__, "CODES", "CODE_COLUMNS", "CODE_PROFILES", "CODE_TOLERANCES", "CodeTask",
+__all__ = [*__flat__, "CODES", "CODE_COLUMNS", "CODE_PROFILES", "CODE_TOLERANCES", "CodeTask", "HASH_BLOCKS",
            "code_tasks", "reproduce_width_codes", "run_code_task"]
 
 
@@ -36,6 +36,8 @@ _BUILD = {"sign": sign_code_input, "constant-weight": constant_weight_input,
 CODE_COLUMNS = ("code", "L", "k", "d", "d_hid", "grid", "bits", "product", "book_bound",
                 "ratio", "class_bound", "float_p", "float_bits", "float_product", "spread", "gap",
                 "method", "seconds", "peak_mb", "reason")
+#: How the hash code's blocks are made (part of its tasks' parameters: a change recomputes them).
+HASH_BLOCKS = "random blocks until about L pairs are left, then coloured blocks"
 #: Tolerances per ``k`` (those of :mod:`sattn.frontier`: the book's gamma = 1 setups).
 CODE_TOLERANCES = {1: (3.0, 0.9), 2: (3.0, 0.9), 4: (7.0, 0.9)}
 CODE_SEED = 20260
@@ -44,7 +46,7 @@ CODE_SEED = 20260
 CODE_PROFILES = {
     "quick": {"lengths": (64, 256, 1024), "hash_limit": {1: 1024, 2: 1024, 4: 1024}},
     "paper": {"lengths": tuple(2 ** p for p in range(6, 21)),
-              "hash_limit": {1: 2 ** 12, 2: 2 ** 12, 4: 2 ** 15}},
+              "hash_limit": {1: 2 ** 12, 2: 2 ** 12, 4: 2 ** 16}},
 }
 _CODE_DESCRIPTION = (
     "Codes for the book's weights (W_Q = [I; 0], W_K = [0; I]) against the target of the width x "
@@ -72,9 +74,12 @@ class CodeTask:
 
     def params(self) -> dict:
         eps1, eps2 = CODE_TOLERANCES[self.k]
-        return {"code": self.code, "L": self.L, "k": self.k, "eps1": eps1, "eps2": eps2,
-                "root_seed": CODE_SEED,
-                "hash_limit": CODE_PROFILES[self.profile]["hash_limit"][self.k]}
+        out = {"code": self.code, "L": self.L, "k": self.k, "eps1": eps1, "eps2": eps2,
+               "root_seed": CODE_SEED,
+               "hash_limit": CODE_PROFILES[self.profile]["hash_limit"][self.k]}
+        if self.code == "hash":
+            out["hash_blocks"] = HASH_BLOCKS
+        return out
 
 
 def run_code_task(task: CodeTask) -> dict:
