@@ -15,7 +15,7 @@ export PYTHONHASHSEED := 0
 export OPENBLAS_NUM_THREADS ?= 1
 BOOK_FLAGS := -W -n --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
-# What nbval checked, per stored notebook (tools/book_cache.py); make test's book stage reads it.
+# What nbval checked, per stored notebook (tools/nbval_record.py); make test's book stage reads it.
 NBVAL_RECORD := _build/nbval/record.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -25,23 +25,23 @@ PORT ?= 8000
         notebooks clean
 
 help:
-	@echo "make book           build the executed HTML book into _build/html (sets everything up)"
+	@echo "make book           build the HTML book from the stored, executed notebooks into _build/html (sets everything up; executes nothing)"
 	@echo "make test           everything: lint, package tests, notebook checks, nbval (also with perturbed arithmetic), the -W book build, PDF, site tests"
-	@echo "make test-fast      the edit loop: lint, package tests without those marked slow, stored-notebook checks"
+	@echo "make test-fast      the edit loop: lint, package and notebook tests without those marked slow (a stale reliability figure only warns)"
 	@echo "make test-package   lint and every package test (slow ones included)"
 	@echo "make test-notebooks stored notebooks executed and in sync with their .md"
 	@echo "make test-nbval     re-run every stored notebook and compare its outputs (nbval)"
 	@echo "make test-perturbed the same with perturbed BLAS/LAPACK/libm rounding: outputs must not change"
-	@echo "make book-after-nbval  make test's book stage: the book, its cache filled from test-nbval's run"
+	@echo "make book-after-nbval  make test's book stage: make book, refusing any notebook test-nbval did not verify"
 	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
 	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve          serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make live           serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
 	@echo "make screenshots    light/dark screenshots of three pages into docs/screenshots/"
 	@echo "make linkcheck      check every internal link and anchor of _build/html"
-	@echo "make notebooks      re-execute every chapter into its stored .ipynb"
+	@echo "make notebooks      re-execute every chapter into its stored .ipynb (the only target that executes chapters for the book)"
 	@echo "make pdf            the whole book as one PDF: _build/pdf/sattn-book.pdf (one-page build printed by Chromium)"
-	@echo "make status         re-measure the status page's reliability figures into data/reliability/ (commit them)"
+	@echo "make status         re-measure the stale reliability figures of the status page into data/reliability/ (ALL=1: all; commit them)"
 	@echo "make release        check, build, archive the site and tag v<version> (tools/release.py)"
 	@echo "make venv / vendor  only create .venv / only vendor the website JavaScript"
 	@echo "make clean          remove what the builds made (_build, _vendor)"
@@ -74,8 +74,9 @@ test-package: $(STAMP)
 test-fast: $(STAMP)
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sattn tests tools; \
-	$(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
-	$(BIN)/python -m pytest tests/notebooks -q; \
+	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
+	$(BIN)/python -m pytest tests/notebooks -q -m "not slow"; \
+	$(BIN)/python tests/reliability.py check --warn; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 
 test-notebooks: $(STAMP)
@@ -83,12 +84,12 @@ test-notebooks: $(STAMP)
 
 # The chapters that take longest go first: the two workers take a notebook at a time in this order,
 # so a long one started last would leave the other worker idle until it ends (a name that is not a
-# stored notebook fails tests/notebooks/test_book_cache.py).
+# stored notebook fails tests/notebooks/test_nbval_record.py).
 NBVAL_FIRST := chapters/17_prediction.ipynb chapters/16_log_law.ipynb chapters/15_finite_precision.ipynb
 NBVAL_NOTEBOOKS := $(NBVAL_FIRST) $(filter-out $(NBVAL_FIRST),$(sort $(wildcard chapters/*.ipynb)))
 test-nbval: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) $(NBVAL_NOTEBOOKS) -q -p no:cacheprovider -n 2 --dist loadscope \
-	  -p tools.book_cache --nbval-record $(NBVAL_RECORD)
+	  -p tools.nbval_record --nbval-record $(NBVAL_RECORD)
 
 # Every chapter once more, as on a CPU whose BLAS, LAPACK and libm round otherwise
 # (tests/perturbed_arithmetic.py): a printed output or verdict that the last bits decide fails here.
@@ -99,16 +100,12 @@ test-perturbed: $(STAMP)
 	BOOK_ROOT=$(CURDIR) IPYTHONDIR=$(CURDIR)/$(PERTURBED_IPYTHONDIR) BOOK_PERTURB_SEED=$${BOOK_PERTURB_SEED:-1} \
 	  $(BIN)/python -m pytest $(NBVAL) $(NBVAL_NOTEBOOKS) -q -p no:cacheprovider -n 2 --dist loadscope
 
-# make test's book stage: the same -W build as `make book`, with the execution cache filled first. A
-# chapter that nbval has just run and compared in full (and that has no widgets) is taken from that
-# run; the others are executed two at a time; tools/book_cache.py says which and why.
-CHAPTER_NOTEBOOKS := $(wildcard chapters/*.ipynb)
+# make test's book stage: the same -W build as `make book` (from the stored notebooks, executing
+# nothing), given nbval's record: the build stops unless every stored notebook it reads passed under
+# test-nbval and is byte for byte the file nbval read (tools/stored_notebooks.py), and the status
+# page shows nbval's run times.
 book-after-nbval: $(STAMP) $(VENDOR)
-	$(BIN)/python tools/book_cache.py prime --results $(NBVAL_RECORD) --cache _build/.jupyter_cache \
-	  $(CHAPTER_NOTEBOOKS)
-	$(BIN)/python tools/book_cache.py execute --cache _build/.jupyter_cache --record $(NBVAL_RECORD) \
-	  $(CHAPTER_NOTEBOOKS:.ipynb=.md)
-	$(MAKE) --no-print-directory book
+	BOOK_NBVAL_RECORD=$(CURDIR)/$(NBVAL_RECORD) $(MAKE) --no-print-directory book
 
 # Offline checks, internal links, and every page in headless Chromium (Debian's chromium; .ci/run
 # is installed by tools/install_browser.sh when missing): console errors, outside requests, math,
@@ -132,29 +129,29 @@ screenshots: $(STAMP) $(VENDOR)
 	bash tools/install_browser.sh
 	$(BIN)/python tools/screenshots.py _build/html --out docs/screenshots
 
-# Each stage is timed; the times are printed at the end and kept in _build/test_times.txt.
+# Each stage is timed by tools/suite_times.py (the times are printed at the end and kept in
+# _build/test_times.txt); `python tools/suite_times.py test-fast book` times any other targets.
 STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
 test: $(STAMP) $(VENDOR)
-	@start=$$(date +%s); mkdir -p _build; : > _build/test_times.txt; \
-	for stage in $(STAGES); do \
-	  t0=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$stage; \
-	  echo "  $$stage: $$(( $$(date +%s) - t0 )) s" >> _build/test_times.txt; \
-	done; \
-	echo "make test: stage times"; cat _build/test_times.txt; \
-	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
+	$(BIN)/python tools/suite_times.py $(STAGES)
 
 # The status page's reliability figures: the tests marked `reliability` write them into
-# data/reliability/ (replaced whole, only when every one of those tests passed). Commit the result;
-# tests/package/test_status_figures.py fails when the stored figures are stale for the code.
+# data/reliability/. Only the stale figures (measured on other code; tests/reliability.py) and marked
+# tests without a figure are re-measured (ALL=1: every one); their new figures replace the old ones
+# only when every test run passed. Commit the result; tests/package/test_status_figures.py fails
+# under make test when a stored figure is stale for the code (make test-fast only warns).
 status: $(STAMP) $(VENDOR)
-	@test -f _build/html/index.html || $(MAKE) --no-print-directory book
-	bash tools/install_browser.sh
-	rm -rf data/reliability.new && mkdir -p data/reliability.new
-	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest tests -m reliability \
-	  -q -p no:cacheprovider
-	rm -rf data/reliability && mv data/reliability.new data/reliability
-	@echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
+	@tests=$$($(BIN)/python tests/reliability.py to-measure $(if $(ALL),--all)); \
+	if [ -z "$$tests" ]; then echo "make status: every figure in data/reliability/ is fresh"; exit 0; fi; \
+	echo "make status: measuring"; printf '  %s\n' $$tests; \
+	test -f _build/html/index.html || $(MAKE) --no-print-directory book; \
+	bash tools/install_browser.sh; \
+	rm -rf data/reliability.new && mkdir -p data/reliability.new; \
+	BOOK_RELIABILITY_DIR=$(CURDIR)/data/reliability.new $(BIN)/python -m pytest $$tests -m reliability \
+	  -q -p no:cacheprovider; \
+	mv data/reliability.new/*.json data/reliability/ && rmdir data/reliability.new; \
+	$(BIN)/python tests/reliability.py check; \
+	echo "make status: $$(ls data/reliability | wc -l) figures in data/reliability/; commit them"
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py --all

@@ -182,6 +182,23 @@
     return state.started;
   }
 
+  // On the static website a live cell's controls would move and change nothing: switch them off
+  // (greyed, out of the tab order) as the widget manager renders them.
+  function inert(cell) {
+    cell.classList.add("book-live-static");
+    var off = function () {
+      cell.querySelectorAll("select, input, button, textarea").forEach(function (el) {
+        el.disabled = true;
+      });
+      cell.querySelectorAll(".noUi-handle, .noUi-target, [tabindex]").forEach(function (el) {
+        el.setAttribute("tabindex", "-1");
+        el.setAttribute("aria-disabled", "true");
+      });
+    };
+    off();
+    new MutationObserver(off).observe(cell, { childList: true, subtree: true });
+  }
+
   function decorate() {
     var cells = document.querySelectorAll("div.cell.tag_live");
     cells.forEach(function (cell) {
@@ -208,8 +225,10 @@
           status.textContent = "live session refused: " + err.message;
         });
       } else {
-        status.textContent = "this copy was computed when the book was built; its controls " +
-          "recompute in a kernel: run `make live` (or open the chapter in JupyterLab)";
+        badge.textContent = "static copy";
+        status.textContent = "computed when the book was built: its controls are switched off " +
+          "here and recompute only in a kernel (run `make live`, or open the chapter in JupyterLab)";
+        inert(cell);
       }
       bar.appendChild(status);
       cell.insertBefore(bar, cell.firstChild);

@@ -125,13 +125,16 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
     from .universality.universal import (
         quantizer_ffn, TwoLayerModel, UniversalApproximationReport, two_layer_approximation
     )
-    from .presentation.plotting import apply_style, heatmap, subplots, figure_to_png
-    from .presentation.widgets import (
-        PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer
+    from .presentation.plotting import (
+        apply_style, heatmap, subplots, figure_to_png, panel_figure, PanelFigure
     )
+    from .presentation.widgets import (
+        PrecomputedExplorer, LiveExplorer, precomputed_explorer, live_explorer, plain_text
+    )
+    from .presentation.messages import expected_error, ExpectedError
     from .experiments.target import draw_generator
     from .experiments.engine import FastEngine, DrawOutcome, LevelResult
-    from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks
+    from .experiments.setups import PROFILES, SETUPS, ExperimentError, Task, make_tasks, describe_setup
     from .runs.store import StoreError, StoreWarning
     from .experiments.reference import reference_level
     from .experiments.protocol import fit_dmin_log, load_figure, reproduce, run_task
@@ -198,9 +201,10 @@ __all__ = [
     'rank_one_contextual_mapping', 'validate_consistent_labels', 'interpolating_ffn',
     'MemorizationReport', 'OneLayerTransformer', 'memorize', 'memorize_with_positions',
     'quantizer_ffn', 'TwoLayerModel', 'UniversalApproximationReport', 'two_layer_approximation',
-    'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'PrecomputedExplorer', 'LiveExplorer',
-    'precomputed_explorer', 'live_explorer', 'draw_generator', 'FastEngine', 'DrawOutcome',
-    'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'StoreError',
+    'apply_style', 'heatmap', 'subplots', 'figure_to_png', 'panel_figure', 'PanelFigure',
+    'PrecomputedExplorer', 'LiveExplorer', 'precomputed_explorer', 'live_explorer', 'plain_text',
+    'expected_error', 'ExpectedError', 'draw_generator', 'FastEngine', 'DrawOutcome',
+    'LevelResult', 'PROFILES', 'SETUPS', 'ExperimentError', 'Task', 'make_tasks', 'describe_setup', 'StoreError',
     'StoreWarning', 'reference_level', 'fit_dmin_log', 'load_figure', 'reproduce', 'run_task',
     'LAWS', 'LawFit', 'LawJudgement', 'fit_law', 'judge_laws', 'DrawPrediction', 'DminPrediction',
     'ModelCheck', 'Comparison', 'RowTypes', 'regular_row_types', 'stream_regular_blocks',

@@ -2,7 +2,7 @@
 
     python -m sattn reproduce fig3|fig4|fig5|decades|acceptance|width-bits|width-codes [--setups ...] [--lengths ...] [--jobs N]
                                              [--scheduler local|tcp://HOST:PORT] [--workers N]
-                                             [--profile quick|paper|paper-q1] [--out DIR] [--no-progress]
+                                             [--profile quick|paper|paper-q1|out-of-sample] [--out DIR] [--no-progress]
                                              [--budget N (decades)]
     python -m sattn bench [--quick] [--out FILE]            # writes FILE only when --out is given
     python -m sattn setups [--profile quick|paper|paper-q1]
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=None,
                    help="worker processes of --scheduler local (default: one per core)")
     r.add_argument("--profile", default="quick", choices=tuple(PROFILES),
-                   help="quick (default), paper or paper-q1 (width-bits: quick or paper)")
+                   help="quick (default), paper or paper-q1; acceptance also out-of-sample (width-bits: quick or paper)")
     r.add_argument("--out", default=None,
                    help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")
     r.add_argument("--budget", type=int, default=None,

@@ -186,6 +186,12 @@ def _page_context(app, pagename, templatename, context, doctree):
         shutil.copyfile(nb, dest)
         context["ipynb_source"] = rel  # the theme's download menu then offers ".ipynb"
         url = f"{context['pathto']('_sources', 1)}/{rel}"
+        if context.get("sourcename", "").endswith(".ipynb") and os.path.exists(nb[:-6] + ".md"):
+            # the page is read from the stored notebook (tools/stored_notebooks.py); the source
+            # offered next to it is still the .md that people edit (Sphinx copies the page's own
+            # file under this name; _copy_md_sources puts the .md there when the build ends)
+            context["sourcename"] = pagename + ".md"
+            context["page_source_suffix"] = ".md"
     body = context.get("body", "")
     has_live = f"tag_{LIVE_TAG}" in body
     end = body.find("</h1>")
@@ -199,6 +205,16 @@ def _config_inited(app, config):
     if STATIC not in config.html_static_path:
         config.html_static_path.append(STATIC)
     _drop_sphinx_thebe(app)
+
+
+def _copy_md_sources(app, exception):
+    """``_sources/chapters/NN.md``: the .md of each chapter read from its stored notebook."""
+    if exception is not None or app.builder.name != "html":
+        return
+    for md in glob.glob(os.path.join(app.outdir, "_sources", "chapters", "*.md")):
+        src = os.path.join(app.srcdir, "chapters", os.path.basename(md))
+        if os.path.exists(src[:-3] + ".ipynb") and os.path.exists(src):
+            shutil.copyfile(src, md)
 
 
 def _write_kit(app, exception):
@@ -232,6 +248,7 @@ def setup(app):
     app.connect("doctree-resolved", _portable_outputs)
     app.add_directive("book-build-info", BuildInfo)
     app.add_directive("book-kit", KitLink)
+    app.connect("build-finished", _copy_md_sources)
     app.connect("build-finished", _write_kit)
     app.add_directive("book-reliability", Reliability)
     app.connect("config-inited", _config_inited)

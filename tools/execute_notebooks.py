@@ -7,9 +7,13 @@ Usage::
     python tools/execute_notebooks.py --pin-only --all   # only pin the metadata (no execution)
 
 For each ``chapters/NAME.md`` (the file people edit), jupytext writes ``chapters/NAME.ipynb``
-with the same cells, nbclient executes it in the chapter's folder, and the widget-state blob
-(random model ids) is dropped, so re-executing an unchanged chapter gives no diff. The book itself
-is built from the ``.md`` files; the ``.ipynb`` files are the executed references nbval compares.
+with the same cells and nbclient executes it in the chapter's folder. The widget state nbclient
+stores (what a static page needs to draw the widgets) is kept, with the kernel's random model ids
+replaced by ids derived from the cells (:func:`stable_widget_ids`), so re-executing an unchanged
+chapter gives no diff in the notebook. The ``.ipynb`` files are what the book is built from
+(``tools/stored_notebooks.py``; the build executes nothing) and the references nbval compares.
+The run time of each execution goes to ``chapters/executions.json`` (with the SHA-256 of the
+notebook it wrote), which the status page shows.
 
 Both files get the metadata that JupyterLab and jupytext write when a reader saves a chapter
 (:func:`pin_metadata`): the kernelspec of ipykernel 7 ("Python 3 (ipykernel)") and the ``.md``
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import json
 import os
 import sys
 import time
@@ -121,8 +126,8 @@ def pin_notebook(ipynb_path: str) -> bool:
 def stable_widget_ids(nb) -> None:
     """Make the outputs independent of the run and the machine (:func:`portable_notebook`, the
     same function JupyterLab's save hook runs): widget views get model ids derived from the cell
-    id instead of random ones, the widget state is dropped (the book re-executes the .md and embeds
-    fresh state), and absolute folders leave tracebacks and warnings (``sattn/x.py``, not
+    id instead of random ones, the widget state is renamed to match (the book draws the widgets
+    from it), and absolute folders leave tracebacks and warnings (``sattn/x.py``, not
     ``/home/.../sattn/x.py``)."""
     portable_notebook(nb)
 
@@ -170,7 +175,34 @@ def execute(md_path: str) -> float:
     merge_streams(nb)
     out = md_path[:-3] + ".ipynb"
     jupytext.write(nb, out, fmt="ipynb")
-    return time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    record_execution(out, seconds)
+    return seconds
+
+
+#: Per stored notebook: the run time of the execution that wrote it, and the file's SHA-256.
+EXECUTIONS = os.path.join("chapters", "executions.json")
+
+
+def record_execution(ipynb_path: str, seconds: float, executions: str | None = None) -> None:
+    """Note in ``executions`` (default: ``chapters/executions.json`` next to the notebook) that
+    ``ipynb_path`` was written by an execution of ``seconds`` s (the status page shows it while the
+    file's SHA-256 is unchanged)."""
+    folder = os.path.dirname(os.path.abspath(ipynb_path))
+    executions = executions or os.path.join(folder, os.path.basename(EXECUTIONS))
+    key = "chapters/" + os.path.basename(ipynb_path)
+    with open(ipynb_path, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    data = {}
+    if os.path.exists(executions):
+        with open(executions, encoding="utf-8") as f:
+            data = json.load(f)
+    data[key] = {"seconds": round(seconds, 1), "sha256": sha}
+    tmp = executions + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, executions)
 
 
 def notebook_chapters() -> list[str]:

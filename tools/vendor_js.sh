@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Vendors the website's JavaScript from the npm registry into _vendor/ (never a CDN at run time):
-# require.js, the ipywidgets HTML manager (embed-amd.js and its fonts), MathJax 3, thebe, and
+# require.js, the ipywidgets HTML manager (embed-amd.js and its fonts), MathJax 4 with its default
+# font (MathJax 4 breaks long displays into lines on a narrow screen; MathJax 3 cannot), thebe, and
 # tippy.js with @popperjs/core (hover previews of references, sphinx-tippy).
 # Run from the book root; `make vendor` calls it. _vendor/ is generated, not committed.
 set -euo pipefail
-HM=1.0.15 RJS=2.3.8 MJ=3.2.2 THEBE=0.9.3 TIPPY=6.3.7 POPPER=2.11.8
+HM=1.0.15 RJS=2.3.8 MJ=4.1.3 MJFONT=4.1.3 THEBE=0.9.3 TIPPY=6.3.7 POPPER=2.11.8
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --loglevel=error "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" "thebe@$THEBE" \
+(cd "$tmp" && npm pack --loglevel=error "@jupyter-widgets/html-manager@$HM" "requirejs@$RJS" "mathjax@$MJ" "@mathjax/mathjax-newcm-font@$MJFONT" "thebe@$THEBE" \
   "tippy.js@$TIPPY" "@popperjs/core@$POPPER" >/dev/null)
 for t in "$tmp"/*.tgz; do d="${t%.tgz}"; mkdir -p "$d"; tar xzf "$t" -C "$d"; done
 rm -rf _vendor/widgets _vendor/mathjax _vendor/thebe _vendor/tippyjs
@@ -22,10 +23,16 @@ cat > _vendor/widgets/require-config.js <<'JS'
   require.config({ paths: { "@jupyter-widgets/html-manager/dist": base } });
 })();
 JS
-mj="$tmp/mathjax-$MJ/package/es5"
+mj="$tmp/mathjax-$MJ/package"
 cp "$mj/tex-mml-chtml.js" _vendor/mathjax/
-cp -r "$mj/input" "$mj/a11y" "$mj/ui" "$mj/adaptors" _vendor/mathjax/
-cp -r "$mj/output/chtml" _vendor/mathjax/output/
+cp -r "$mj/input" "$mj/a11y" "$mj/ui" "$mj/adaptors" "$mj/sre" _vendor/mathjax/
+cp "$mj/output/chtml.js" _vendor/mathjax/output/
+cp "$mj/LICENSE" _vendor/mathjax/LICENSE
+# the font's glyph data and web fonts: _config.yml points MathJax's [fonts] path at this folder
+# (its default is a CDN)
+mf="$tmp/mathjax-mathjax-newcm-font-$MJFONT/package"
+mkdir -p _vendor/mathjax/fonts/mathjax-newcm-font
+cp -r "$mf/chtml" "$mf/chtml.js" "$mf/package.json" _vendor/mathjax/fonts/mathjax-newcm-font/
 # thebe (live kernels for `make live`): its bundle fetches require.js from cdnjs; point that fetch at
 # the copy above (book_static/book-live.js sets BOOK_REQUIREJS_URL), and fail if the pattern moved.
 th="$tmp/thebe-$THEBE/package/lib"
@@ -45,4 +52,4 @@ for f in "$tmp/popperjs-core-$POPPER/package/dist/umd/popper.min.js" \
 done
 cp "$tmp/tippy.js-$TIPPY/package/LICENSE" _vendor/tippyjs/LICENSE.tippy
 cp "$tmp/popperjs-core-$POPPER/package/LICENSE.md" _vendor/tippyjs/LICENSE.popper
-echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ, thebe $THEBE, tippy $TIPPY, popper $POPPER into _vendor/"
+echo "vendored html-manager $HM, requirejs $RJS, mathjax $MJ (font $MJFONT), thebe $THEBE, tippy $TIPPY, popper $POPPER into _vendor/"

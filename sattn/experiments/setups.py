@@ -27,7 +27,7 @@ from .target import draw_generator
 
 # The flat API (``sattn.<name>``): what chapters and readers call; the rule is in the
 # docstring of :mod:`sattn`.
-__flat__ = ["PROFILES", "SETUPS", "ExperimentError", "Task", "make_tasks"]
+__flat__ = ["PROFILES", "SETUPS", "ExperimentError", "Task", "make_tasks", "describe_setup"]
 # The module's public names: the flat ones, then the machinery that stays in this module.
 __all__ = [
     *__flat__,
@@ -49,8 +49,9 @@ FIGURES = ("fig3", "fig4", "fig5", "decades")
 #: Supported fixed draw budgets per width of the decades experiment (inclusive).
 BUDGET_RANGE = (1, 100_000)
 #: Supported sequence lengths of the experiments (inclusive). The shipped data stop at 32768; the
-#: fast engine runs at 65536 too (a test decides draws there; peak memory under 1 GB).
-L_RANGE = (64, 65536)
+#: fast engine runs at 65536 too (a test decides draws there; peak memory under 1 GB), and the
+#: registered out-of-sample acceptance curves go to 131072.
+L_RANGE = (64, 131072)
 ROOT_SEED = 20210607  # arXiv v1 date of the paper; the one root of every random number here
 
 
@@ -94,6 +95,38 @@ SETUPS: dict[str, Setup] = {s.name: s for s in [
     # k = 3 and 4: one tolerance pair, both gamma
     _setup(3, 1, 7.0, 0.9), _setup(3, 2, 7.0, 0.9), _setup(4, 1, 7.0, 0.9), _setup(4, 2, 7.0, 0.9),
 ]}
+
+
+def describe_setup(name) -> str:
+    """A setting's code in words, for tables and prose: ``"k1-g1-e3-0.9"`` becomes
+    ``"k = 1, γ = 1, ε₁ = 3, ε₂ = 0.9"`` (at most ``k`` nonzeros per row, nonzeros 1 or
+    ``gamma``, tolerances of criteria (6) and (7)).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SETUPS` (a :class:`Setup` is accepted too).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ExperimentError
+        An unknown code (the message lists the valid ones).
+
+    References
+    ----------
+    The settings are the book's (:ref:`ch-experiments`).
+    """
+    if isinstance(name, Setup):
+        name = name.name
+    if not isinstance(name, str) or name not in SETUPS:
+        raise ExperimentError(f"name: unknown setting code {name!r}; valid codes: "
+                              + ", ".join(SETUPS))
+    s = SETUPS[name]
+    return f"k = {s.k}, γ = {s.gamma:g}, ε₁ = {s.eps1:g}, ε₂ = {s.eps2:g}"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 * :mod:`~sattn.presentation.plotting`: one figure style for the whole book, heatmaps, PNG export;
 * :mod:`~sattn.presentation.widgets`: precomputed widgets for the static site, live widgets for a
-  kernel.
+  kernel;
+* :mod:`~sattn.presentation.messages`: errors a chapter shows on purpose, printed as messages.
 
 Chapters import every public name from :mod:`sattn` itself.
 """

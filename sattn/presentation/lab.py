@@ -10,9 +10,10 @@ JupyterLab writes both. Three things keep the pair a faithful copy of the book a
 * the stored ``.md`` and ``.ipynb`` are written exactly as jupytext writes them (cell options in
   the sorted key order of the ``.ipynb``), so a save without an edit changes no byte;
 * :func:`pre_save_hook` gives every widget view a model id derived from its cell (the kernel's
-  random UUIDs would change on every run) and drops the absolute folders of the machine from
-  tracebacks and warnings (:func:`portable_text`), exactly as ``tools/execute_notebooks.py`` does
-  for the stored notebooks.
+  random UUIDs would change on every run), renames the models of the stored widget state to match
+  (:func:`portable_widget_state`), and drops the absolute folders of the machine from tracebacks
+  and warnings (:func:`portable_text`), exactly as ``tools/execute_notebooks.py`` does for the
+  stored notebooks.
 
 References
 ----------
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -31,10 +33,14 @@ import sys
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
-__all__ = [*__flat__, "portable_text", "portable_notebook", "is_book_chapter", "pre_save_hook",
-           "LAB_REQUIREMENTS", "missing_lab_requirements", "lab_command", "main"]
+__all__ = [*__flat__, "portable_text", "portable_notebook", "portable_widget_state",
+           "is_book_chapter", "pre_save_hook", "LAB_REQUIREMENTS", "missing_lab_requirements",
+           "lab_command", "main"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: Where nbclient (and JupyterLab) keep the widget models in a notebook's metadata.
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_MODEL_REF = re.compile(r"IPY_MODEL_([0-9A-Za-z_-]+)")
 
 # An absolute folder up to an installed package (site-packages/...) or up to the sattn package
 # of a checkout (/work/x/sattn/...): the part that depends on the machine.
@@ -76,15 +82,74 @@ def _portable(value):
     return value
 
 
+def _stable_id(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:32]
+
+
+def portable_widget_state(nb: dict, views: dict[str, str]) -> dict:
+    """Rename the models of ``nb``'s widget state (``metadata.widgets``) to ids that do not depend
+    on the run, in place; return ``nb``.
+
+    ``views`` maps the model id of each widget view output (in cell order) to its new id. The models
+    a view reaches through ``IPY_MODEL_`` references get ids derived from the view's new id and their
+    place among the references (breadth first, in sorted key order); the models no view reaches (a
+    ``jslink``) get ids derived from their content, with their references already renamed. Every
+    reference is rewritten with the new ids. Applied to a state that is already portable, it
+    changes nothing.
+
+    Parameters
+    ----------
+    nb : dict
+        A notebook (nbformat 4 node or plain dict); a notebook without widget state is left alone.
+    views : dict of str to str
+        Old model id of each widget view output -> its new id.
+
+    Returns
+    -------
+    dict
+        ``nb`` itself.
+    """
+    blob = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE)
+    if not isinstance(blob, dict) or not isinstance(blob.get("state"), dict):
+        return nb
+    state = blob["state"]
+    refs = {old: list(dict.fromkeys(_MODEL_REF.findall(json.dumps(model, sort_keys=True))))
+            for old, model in state.items()}
+    new: dict[str, str] = {}
+    queue = [old for old in views if old in state]
+    for old in queue:
+        new.setdefault(old, views[old])
+    while queue:
+        old = queue.pop(0)
+        for k, ref in enumerate(refs[old]):
+            if ref in state and ref not in new:
+                new[ref] = _stable_id(f"{new[old]}/{k}")
+                queue.append(ref)
+
+    def renamed(model) -> str:
+        text = json.dumps(model, sort_keys=True)
+        return _MODEL_REF.sub(lambda m: "IPY_MODEL_" + new.get(m.group(1), "?"), text)
+
+    while len(new) < len(state):  # models no view reaches, those whose references are named first
+        rest = [old for old in state if old not in new]
+        ready = [old for old in rest if all(r in new or r not in state for r in refs[old])] or rest
+        seen: dict[str, int] = {}
+        for sig, old in sorted((renamed(state[old]), old) for old in ready):
+            n = seen[sig] = seen.get(sig, -1) + 1
+            new[old] = _stable_id(f"{sig}/{n}")
+    blob["state"] = {new[old]: json.loads(renamed(model)) for old, model in state.items()}
+    return nb
+
+
 def portable_notebook(nb: dict) -> dict:
     """Make a notebook's outputs independent of the run and the machine, in place; return it.
 
-    Each widget view output gets the model id ``sha1(cell id / output index)[:32]`` and every text
-    output (streams, tracebacks, ``text/plain``, ``text/html``) goes through :func:`portable_text`.
-    The widget state (``metadata.widgets``) is dropped: the views of a stored chapter are rebuilt by
-    running it, and its pictures are the ``image/png`` stored next to each view. The cells'
-    ``trusted`` flags are dropped too, so Jupyter does not sign the saved notebook: reopened, it
-    shows those pictures rather than widgets whose models died with the kernel.
+    Each widget view output gets the model id ``sha1(cell id / output index)[:32]``, the widget
+    state (``metadata.widgets``, what a static page needs to draw the views) is renamed to match
+    (:func:`portable_widget_state`), and every text output (streams, tracebacks, ``text/plain``,
+    ``text/html``) goes through :func:`portable_text`. The cells' ``trusted`` flags are dropped, so
+    Jupyter does not sign the saved notebook: reopened, it shows the picture stored next to each
+    view rather than widgets whose models died with the kernel.
 
     Parameters
     ----------
@@ -102,7 +167,7 @@ def portable_notebook(nb: dict) -> dict:
     """
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise TypeError("nb must be a notebook: a dict with a list of cells")
-    nb.get("metadata", {}).pop("widgets", None)
+    views: dict[str, str] = {}
     for cell in nb["cells"]:
         # not signed as trusted on save: a trusted notebook reopened without its kernel asks the
         # widget manager for models that no longer exist (an error where the figure was); an
@@ -112,7 +177,9 @@ def portable_notebook(nb: dict) -> dict:
             data = out.get("data", {})
             view = data.get(WIDGET_VIEW)
             if isinstance(view, dict) and "model_id" in view and cell.get("id"):
-                view["model_id"] = hashlib.sha1(f"{cell['id']}/{k}".encode()).hexdigest()[:32]
+                # a model shown twice keeps one id: the one of its first view
+                view["model_id"] = views.setdefault(str(view["model_id"]),
+                                                    _stable_id(f"{cell['id']}/{k}"))
             if "text" in out:
                 out["text"] = _portable(out["text"])
             if "traceback" in out:
@@ -120,7 +187,7 @@ def portable_notebook(nb: dict) -> dict:
             for mime in ("text/plain", "text/html"):
                 if mime in data:
                     data[mime] = _portable(data[mime])
-    return nb
+    return portable_widget_state(nb, views)
 
 
 def is_book_chapter(nb: dict) -> bool:
@@ -144,8 +211,6 @@ def pre_save_hook(model, path=None, contents_manager=None, **kwargs):
     nb = model.get("content")
     if isinstance(nb, dict) and is_book_chapter(nb):
         portable_notebook(nb)
-
-
 
 
 #: What ``python -m sattn lab`` imports, by module, with its distribution (the ``lab`` extra).

@@ -6,6 +6,7 @@ dark mode, at a modest size and resolution so that stored notebooks stay small.
 
 from __future__ import annotations
 
+import base64
 import io
 from contextlib import contextmanager
 
@@ -17,9 +18,9 @@ from ..errors import SizeTooLargeError
 from .._validate import as_float_array, check_bool, check_real, check_size, gib
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
-__flat__ = ["apply_style", "heatmap", "subplots", "figure_to_png"]
+__flat__ = ["apply_style", "heatmap", "subplots", "figure_to_png", "panel_figure", "PanelFigure"]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "BOOK_STYLE", "book_style"]
+__all__ = [*__flat__, "BOOK_STYLE", "book_style", "NARROW_SCREEN_PX"]
 
 #: rcParams applied by :func:`apply_style`.
 BOOK_STYLE = {
@@ -191,3 +192,90 @@ def figure_to_png(fig, *, dpi: int | None = None, close: bool = True) -> bytes:
     if close:
         plt.close(fig)
     return buf.getvalue()
+
+
+#: Screens at most this wide (CSS pixels) get the stacked layout of a :class:`PanelFigure`.
+NARROW_SCREEN_PX = 600
+
+
+class PanelFigure:
+    """Panels drawn twice: side by side for a wide screen, stacked for a phone.
+
+    Displayed in a notebook or on the website, it is an HTML ``<picture>`` whose image is the
+    side-by-side figure on screens wider than ``NARROW_SCREEN_PX`` pixels and the stacked one on
+    narrower screens, so a phone shows every panel at the width of the screen instead of a row of
+    panels shrunk to a third of it. Its ``image/png`` is the side-by-side figure (what a notebook
+    shows without HTML). Made by :func:`panel_figure`.
+    """
+
+    def __init__(self, wide: bytes, narrow: bytes, n: int):
+        self.wide, self.narrow, self.n = wide, narrow, n
+
+    def _html(self) -> str:
+        b64 = {k: base64.b64encode(v).decode("ascii") for k, v in
+               (("wide", self.wide), ("narrow", self.narrow))}
+        return (f'<picture class="book-panels"><source media="(max-width: {NARROW_SCREEN_PX}px)" '
+                f'srcset="data:image/png;base64,{b64["narrow"]}">'
+                f'<img src="data:image/png;base64,{b64["wide"]}" '
+                f'alt="{self.n} panels (stacked on a narrow screen)"></picture>')
+
+    def _repr_mimebundle_(self, **kwargs):
+        return {"text/html": self._html(),
+                "image/png": base64.b64encode(self.wide).decode("ascii"),
+                "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        return f"<PanelFigure: {self.n} panels, side by side; stacked on a narrow screen>"
+
+
+def panel_figure(n: int, draw, *, panel_width: float = 3.3, panel_height: float = 3.0,
+                 dpi: int | None = None) -> PanelFigure:
+    """A row of ``n`` panels that a phone shows stacked (one panel per screen width).
+
+    ``draw(fig, axes)`` draws the panels on a list of ``n`` axes; it is called twice, once on a
+    row of ``n`` panels and once on a column of them, so it must not depend on the layout.
+
+    Parameters
+    ----------
+    n : int
+        Number of panels, ``1 <= n <= 12``.
+    draw : callable
+        ``draw(fig, axes)`` with ``axes`` a list of ``n`` matplotlib axes.
+    panel_width, panel_height : float
+        Size of one panel in inches (positive, at most 20).
+    dpi : int, optional
+        Resolution of the two PNGs (default the book's).
+
+    Returns
+    -------
+    PanelFigure
+        Displays as the row on a wide screen and as the column on a narrow one.
+
+    Raises
+    ------
+    TypeError
+        If ``draw`` is not callable.
+    ValueError
+        If ``n < 1`` or a size is out of the range stated above.
+    SizeTooLargeError
+        If ``n > 12`` or ``dpi > 2400``.
+
+    References
+    ----------
+    Multi-panel figures of Part III (:ref:`ch-finite-precision`); tests/site/test_narrow.py checks
+    that the phone gets the stacked image.
+    """
+    n = check_size("n", n, cap=12, why="panels in one figure")
+    dpi = None if dpi is None else check_size("dpi", dpi, cap=MAX_DPI,
+                                              why="the resolution of a figure in the book")
+    if not callable(draw):
+        raise TypeError(f"draw must be callable as draw(fig, axes), got {type(draw).__name__}")
+    panel_width = check_real("panel_width", panel_width, low=0.0, high=20.0, low_open=True)
+    panel_height = check_real("panel_height", panel_height, low=0.0, high=20.0, low_open=True)
+    pngs = []
+    for rows, cols in ((1, n), (n, 1)):
+        fig, axes = subplots(rows, cols, width=panel_width * cols, height=panel_height * rows)
+        draw(fig, list(np.ravel(axes)))
+        fig.tight_layout()
+        pngs.append(figure_to_png(fig, dpi=dpi))
+    return PanelFigure(pngs[0], pngs[1], n)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import itertools
+import re
 from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
@@ -26,13 +27,44 @@ from .._validate import check_size
 from .plotting import MAX_DPI
 from .plotting import figure_to_png
 
-__flat__ = __all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer"]
+__flat__ = __all__ = ["PrecomputedExplorer", "LiveExplorer", "precomputed_explorer", "live_explorer",
+                      "plain_text"]
 
 
 def _format_value(v) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+def plain_text(view: str) -> str:
+    """The text of an HTML view, for printing: line breaks kept, tags dropped, entities decoded.
+
+    A chapter prints one view of an explorer as the evidence nbval compares; printed raw, its
+    ``<b>`` and ``<br>`` tags would show as text.
+
+    Parameters
+    ----------
+    view : str
+        HTML of the kind a ``render`` function of :func:`precomputed_explorer` returns.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError
+        If ``view`` is not a string.
+
+    References
+    ----------
+    The explorers of :ref:`ch-finite-precision` and :ref:`ch-width-bits`.
+    """
+    if not isinstance(view, str):
+        raise TypeError(f"view must be a str of HTML, got {type(view).__name__}")
+    text = re.sub(r"<br\s*/?>|</p>|</li>|</tr>", "\n", view, flags=re.I)
+    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip("\n")
 
 
 def _to_widget(out, *, dpi: int | None) -> widgets.Widget:
@@ -231,11 +263,20 @@ def precomputed_explorer(render: Callable[..., object], grid: Mapping[str, Seque
     sliders = []
     for name, vals in zip(names, values):
         start = vals.index(value[name]) if name in value else 0
-        sliders.append(widgets.SelectionSlider(
-            options=[_format_value(v) for v in vals], index=start, description=name,
-            continuous_update=True, style={"description_width": "initial"},
-            layout=widgets.Layout(width="320px"),
-        ))
+        options = [_format_value(v) for v in vals]
+        if all(isinstance(v, str) for v in vals):
+            # names, not a scale: a dropdown shows each name whole (a slider's readout cut
+            # "memorization" to "memorizatio" and ran into the next slider's label)
+            sliders.append(widgets.Dropdown(
+                options=options, index=start, description=name,
+                style={"description_width": "initial"}, layout=widgets.Layout(width="auto"),
+            ))
+        else:
+            sliders.append(widgets.SelectionSlider(
+                options=options, index=start, description=name,
+                continuous_update=True, style={"description_width": "initial"},
+                layout=widgets.Layout(width="320px"),
+            ))
 
     links = []
     # every combination first (so that an invalid one can show the nearest valid view)

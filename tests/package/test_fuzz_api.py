@@ -90,6 +90,7 @@ EXCLUDED = {
               "subclasses are the result classes above; the protocol's checker, check, is fuzzed)",
     # records that are not results (no verdict): returned by functions, never built by users
     "Theorem1Constants": "constants dataclass returned by theorem1_constants",
+    "PanelFigure": "record returned by panel_figure (two PNGs and a count), never built by users",
     "Theorem2Constants": "constants dataclass returned by theorem2_constants",
     "RankOneContextualMapping": "model returned by rank_one_contextual_mapping (built there, validated there)",
     "OneLayerTransformer": "model returned by memorize / memorize_with_positions",
@@ -643,6 +644,14 @@ spec("heatmap", lambda: dict(ax=_axes(), M=_A4(), cmap="viridis", log=False, vmi
      floor=real(low=0.0, low_open=True))
 spec("figure_to_png", lambda: dict(fig=Figure(figsize=(0.5, 0.5)), dpi=10, close=True),
      fig=custom("figure", ["abc", None, 5, {"a": 1}]), dpi=integer(low=1, none_ok=True), close=boolean())
+spec("plain_text", lambda: dict(view="<b>a</b><br>b"), view=string())
+spec("expected_error", lambda: dict(error=ValueError),
+     error=custom("exception class", ["abc", None, 5, int, (), (ValueError, 5), [ValueError]]))
+spec("panel_figure", lambda: dict(n=1, draw=lambda fig, axes: None, panel_width=0.5,
+                                  panel_height=0.5, dpi=10),
+     n=integer("size", low=1), draw=callable_(),
+     panel_width=real(low=0.0, low_open=True, high=20.0),
+     panel_height=real(low=0.0, low_open=True, high=20.0), dpi=integer(low=1, none_ok=True))
 spec("precomputed_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", grid={"n": [1, 2]},
                                           description=None, value=None, dpi=None),
      render=callable_(),
@@ -714,22 +723,24 @@ _B = custom("support logits", ["a", [], [-1.0], [np.nan], [[1.0]], None, 5j, [np
 _EXACT = dict(L=integer(low=8, high=8192), d=integer(low=1, high=64), b=_B,
               n_draws=integer(low=2), rows=integer(low=2), rng=rng())
 _SAMPLES = integer(low=256, high=1 << 22)
+spec("describe_setup", lambda: dict(name="k1-g1-e3-0.9"), name=_SETUP1)
 spec("sample_target", lambda: dict(setup="k1-g1-e3-0.9", L=64, root_seed=0),
      setup=_SETUP1, L=integer(low=64, high=32768), root_seed=integer(low=0))
 spec("draw_success_probability", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, d=8, n_samples=256,
                                               seed=0),
      A=matrix("target pattern", **TARGET), **_EPS, d=integer(low=2, high=14),
-     n_samples=_SAMPLES, seed=integer(low=0))
+     n_samples=_SAMPLES, seed=integer(low=0), method=choice(("sampled", "exact")))
 spec("predict_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2,
                                   n_samples=256, seed=0, tail=1e-6, skip=1e-9),
      A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1),
      n_samples=_SAMPLES, seed=integer(low=0),
      tail=real(low=0.0, high=1.0, low_open=True, high_open=True),
-     skip=real(low=0.0, high=1.0, low_open=True, high_open=True))
+     skip=real(low=0.0, high=1.0, low_open=True, high_open=True), method=choice(("sampled", "exact")))
 spec("predict_setup", lambda: dict(setup="k1-g1-e3-0.9", L=64, n_draws=2, widths=[16, 20, 24],
                                    root_seed=0, n_samples=256, seed=0),
      setup=_SETUP1, L=integer(low=64, high=32768), n_draws=integer(low=1, none_ok=True),
-     widths=custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, [[2]], [2, 2]]), root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
+     widths=custom("widths", ["abc", [], [4, 2], [1.5], [0], 5, [[2]], [2, 2]]), root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0),
+     method=choice(("sampled", "exact")))
 spec("naive_dmin", lambda: dict(A=_P16(), eps1=1.0, eps2=0.5, widths=[2, 4, 8], n_draws=2),
      A=matrix("target pattern", **TARGET), **_EPS, widths=_WIDTHS, n_draws=integer(low=1))
 _ROW = {"setup": "k1-g1-e3-0.9", "L": 64, "n_draws": 7, "grid_start": 4, "grid_stop": 60,
@@ -738,13 +749,14 @@ spec("compare_measured", lambda: dict(rows=[dict(_ROW)], tolerance=0.25, n_sampl
                                       root_seed=0),
      rows=custom("rows", [[], "abc", [5], [{}], None, 5, [{**_ROW, "L": "x"}]]),
      tolerance=real(low=0.0, low_open=True), n_samples=_SAMPLES, seed=integer(low=0),
-     root_seed=integer(low=0))
+     root_seed=integer(low=0), method=choice(("sampled", "exact")))
 for _name in ("check_error_model", "check_offsupport_max", "check_row_dependence"):
     spec(_name, lambda: dict(L=64, d=16, b=[1.5], n_draws=3, rows=4, rng=_rng()), **_EXACT)
 spec("check_success_probability", lambda: dict(setup="k1-g1-e3-0.9", L=64, widths=[20],
                                                n_draws=10, root_seed=0, n_samples=256, seed=0),
      setup=_SETUP1, L=integer(low=64, high=32768), widths=_WIDTHS, n_draws=integer(low=10),
-     root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0))
+     root_seed=integer(low=0), n_samples=_SAMPLES, seed=integer(low=0),
+     method=choice(("sampled", "exact")))
 
 # ---- finite precision: tiny models built once (memorize on two 2 x 3 sequences, Algorithm 1 at L = 8,
 # a two-layer model on 10 samples)
@@ -912,7 +924,8 @@ spec("row_types_from_blocks", lambda: dict(blocks=_blocks(), L=8, eps1=1.0, eps2
 spec("predict_d50", lambda: dict(A=_P16(), eps1=7.0, eps2=0.9, low=None, high=None, n_samples=256,
                                  seed=0),
      A=matrix("target pattern", **TARGET), **_EPS, low=integer(low=2, high=14, none_ok=True),
-     high=integer(low=2, high=14, none_ok=True), n_samples=_SAMPLES, seed=integer(low=0))
+     high=integer(low=2, high=14, none_ok=True), n_samples=_SAMPLES, seed=integer(low=0),
+     method=choice(("sampled", "exact")))
 
 
 def _XB():
@@ -1206,6 +1219,8 @@ HUGE = {
     ("default_max_draws", "L"): _B400,
     ("figure_to_png", "dpi"): 10**6,
     ("precomputed_explorer", "dpi"): 10**6,
+    ("panel_figure", "dpi"): 10**6,
+    ("panel_figure", "n"): 10**6,
     ("fixed_weights", "d"): _B9,
     ("hardmax_counterexample", "d"): _B9,
     **{(f, "max_draws"): _B12 for f in ("interpolating_ffn", "projection_vector",

@@ -40,14 +40,16 @@ LAYERS = [
     {"sattn.attention": [], "sattn.layers": []},
     {"sattn.patterns": ["sparse", "criteria", "construction", "optimize", "supports"],
      "sattn.universality": ["boltzmann", "contextual", "hardmax", "rank_one", "memorize", "universal"],
-     "sattn.presentation": ["plotting", "widgets", "lab", "lab_contents"]},
+     "sattn.presentation": ["plotting", "widgets", "messages", "lab", "lab_contents"]},
     {"sattn.experiments": ["target", "engine", "setups", "reference"],   # the d_min engine and
      "sattn.precision": ["formats", "forward", "thresholds"]},            # what to compute; Part III:
     #                                 the constructions in finite precision (uses both parts)
     {"sattn.runs": ["host", "store", "cluster", "runner", "bench"]},   # the machinery that runs the experiments
-    {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model",
+    {"sattn.experiments": ["protocol", "laws", "prediction.results", "prediction.row_model", "prediction.row_exact",
                            "prediction.row_types", "prediction.dmin", "prediction.checks",
-                           "prediction", "acceptance.design", "acceptance.analysis", "acceptance"]},
+                           "prediction", "acceptance.design", "acceptance.analysis",
+                           "acceptance.robust", "acceptance.out_of_sample",
+                           "acceptance.row_model_test", "acceptance"]},
     #                                 the protocols and the science, above the machinery
     {"sattn.frontier": [],            # Part III: the constructions against the width x bits bound
      "sattn.codes": ["bounds", "inputs", "checker", "measure"]},  # codes of the book's weights
@@ -409,7 +411,11 @@ MODULE_ONLY = {
     "sattn.runs.cluster": "the Dask runner of the engine",
     "sattn.runs.host": "the process a run runs in",
     "sattn.runs.runner": "the one loop of every experiment",
+    "sattn.experiments.acceptance.robust": "the analyses beside the registered one, as a module",
+    "sattn.experiments.acceptance.out_of_sample": "the registered out-of-sample decision, as a module",
     "sattn.experiments.prediction.row_model": "the one-row model behind the flat predictions",
+    "sattn.experiments.prediction.row_exact": "the exact evaluation behind method='exact'",
+    "sattn.experiments.acceptance.row_model_test": "the row model's registered test, reached as a module",
     "sattn.presentation.lab": "the lab command",
     "sattn.presentation.lab_contents": "the contents manager of the lab command",
 }
@@ -526,6 +532,7 @@ BAD_INPUTS = {
     "validate_n_samples": ((10,), {}, ValueError),
     "validate_support_logits": (([1.0, -1.0],), {}, ValueError),
     "validate_output_file": ((REPO,), {}, sattn.StoreError),
+    "validate_estimates": (([10.0, 100.0, 1000.0], [1.0, 2.0, 3.0], [0.1, 0.0, 0.1]), {}, ValueError),
 }
 
 

@@ -58,7 +58,8 @@ RESULT_CLASSES = {
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
-    "Certified", "CodeInput", "CodeReport",
+    "Certified", "ModelTest", "RobustCalibration", "OutOfSampleDecision",
+    "RobustVerdict", "CodeInput", "CodeReport",
 }
 
 
@@ -127,6 +128,12 @@ def _instances():
         acceptance.boxcox_profile(Ls, 20 * np.log(Ls) - 40, np.full(Ls.shape, 0.25)),
         acceptance.decide("s", Ls, 4 * (Ls ** 0.3 - 1) / 0.3, np.full(Ls.shape, 0.25), df=20),
         acceptance.Calibration("s", (64, 128), 2, {0.0: 0.5, 0.3: 1.0}),
+        acceptance.model_test([1, 3], [4, 4], [0.3, 0.6], [0.0, 0.0], ["a", "a"], n_boot=99),
+        acceptance.robust_verdict("s", Ls, 4 * (Ls ** 0.3 - 1) / 0.3, np.full(Ls.shape, 0.25), df=20),
+        acceptance.RobustCalibration("s", (64, 128), 2, {("log", "probit", "probit"): {"reject": 0.05}}),
+        acceptance.decide_out_of_sample({"log": {"pred": np.array([10.0, 11.0]), "cov": np.eye(2) * 0.01},
+                                         "sqrt": {"pred": np.array([14.0, 16.0]), "cov": np.eye(2) * 0.01}},
+                                        [10.1, 11.05], [0.04, 0.04]),
         sattn.sign_code_input(sattn.regular_pattern(8, 1, rng)),
         sattn.check_code_input(sattn.sign_code_input(P8), P8, 3.0, 0.9),
     ]

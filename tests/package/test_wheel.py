@@ -11,6 +11,7 @@ import tomllib
 import venv
 from pathlib import Path
 
+import fresh_env
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +46,10 @@ def test_wheel_installs_in_a_fresh_venv_and_runs_outside_the_repository(tmp_path
     # a clean environment: nothing of the repository or of the test run's own venv on the path
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env["OPENBLAS_NUM_THREADS"] = "1"
-    _run([py, "-m", "pip", "install", "-q", str(wheel)], cwd=tmp_path, env=env, timeout=600)
+    # its dependencies come from a folder filled once (tests/fresh_env.py), not from the index
+    folder = fresh_env.wheelhouse([str(wheel)], "wheel", fresh_env.requires_dist(wheel))
+    _run([py, "-m", "pip", "install", "-q", str(wheel)], cwd=tmp_path, env=fresh_env.pip_env(env, folder),
+         timeout=600)
     work = tmp_path / "elsewhere"
     work.mkdir()
     where = _run([py, "-c", "import sattn; print(sattn.__file__)"],

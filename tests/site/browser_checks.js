@@ -85,9 +85,14 @@ async () => {
     if (!handles.length && !selects.length) return;
     root.setAttribute("data-book-figure", String(i));
     const cell = root.closest(".cell");
+    // controls a reader can still operate (a live cell's static copy switches them off)
+    const enabled = [...root.querySelectorAll("select, input")].filter((el) => !el.disabled).length +
+      [...root.querySelectorAll(".noUi-handle")].filter((h) => h.getAttribute("aria-disabled") !== "true").length;
+    const bar = cell && cell.querySelector(".book-live-bar");
     report.figures.push({ index: i, sliders: handles.length, dropdowns: selects.length,
                           live: !!(cell && cell.classList.contains("tag_live")),
-                          kernelOutput: !!root.querySelector(".widget-output") });
+                          kernelOutput: !!root.querySelector(".widget-output"),
+                          enabled, liveLabel: bar ? bar.textContent.trim() : "" });
   });
   return report;
 }

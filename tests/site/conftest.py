@@ -39,6 +39,15 @@ def html_pages(html_dir) -> list[str]:
     return [os.path.join(html_dir, p) for p in built_pages(html_dir)]
 
 
+@pytest.fixture(scope="session")
+def visits(html_dir):
+    """Every page loaded once and checked at both widths (page_visits.py): test_browser.py and
+    test_narrow.py read the same visits."""
+    import page_visits
+
+    return page_visits.visit_all(html_dir)
+
+
 @pytest.fixture(scope="module")
 def browser_page(html_dir):
     """A page of headless Chromium on the built book served from 127.0.0.1, shared by a module:

@@ -3,7 +3,9 @@
 
 For every page: no console errors, no request leaves 127.0.0.1, all math typeset (no raw TeX),
 every widget view rendered, every image loaded, every theorem/equation/citation reference
-resolved. For every interactive figure, moving each of its sliders changes what it displays.
+resolved, nothing wider than its column at a laptop's 1280 px and at a phone's 390 px (each page is
+loaded once and checked at both widths: tests/site/test_narrow.py has the phone-width tests). For
+every interactive figure, moving each of its sliders changes what it displays.
 Reader features are checked here too: search, dark mode, .ipynb downloads, the run panel, the
 status page. The pages are found anew on every run, so new chapters are covered automatically.
 """
@@ -14,133 +16,14 @@ import glob
 import json
 import os
 import re
-import time
-from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
 
 from conftest import HTML, built_pages
+from page_visits import CHECKS_JS, VIEWPORT, PageVisit
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHECKS_JS = open(os.path.join(HERE, "browser_checks.js"), encoding="utf-8").read()
-FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
-OVERFLOW_JS = open(os.path.join(HERE, "overflow_check.js"), encoding="utf-8").read()
-#: The window every page is opened in (a laptop); tests/site/test_narrow.py repeats the overflow
-#: check at a phone's 390 px.
-VIEWPORT = (1280, 900)
 PAGES = built_pages()
-REFRESH = re.compile(r'<meta\s+http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"', re.I)
-EMPTY_REPORT = {"mathErrors": [], "rawTex": [], "widgetViews": 0, "widgetsUnrendered": [],
-                "images": 0, "brokenImages": [], "refs": [], "unresolved": [], "ids": [],
-                "figures": [], "mathElements": 0, "typeset": 0}
-
-# Hard imports, not importorskip: a missing Playwright (it is in requirements.txt) or a broken
-# tools/browser.py must fail the suite, not turn every browser test into a skip.
-import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
-import playwright.sync_api  # noqa: E402, F401
-
-
-@dataclass
-class PageVisit:
-    name: str
-    console_errors: list = field(default_factory=list)
-    external: list = field(default_factory=list)
-    failed: list = field(default_factory=list)
-    report: dict = field(default_factory=dict)
-    figures: list = field(default_factory=list)  # (figure index, control, changed?, detail)
-    overflow: list = field(default_factory=list)  # elements wider than their column (no scroll bar)
-    notebook: dict = field(default_factory=dict)  # a chapter's .ipynb download and run panel
-    seconds: float = 0.0
-
-
-def _move_controls(page, fig: dict) -> list:
-    """Move every slider (keyboard: ArrowRight, or ArrowLeft at the end) and dropdown of a figure;
-    return (control, changed, detail) for each."""
-    root = page.locator(f'[data-book-figure="{fig["index"]}"]')
-    results = []
-    handles = root.locator(".noUi-handle")
-    for k in range(handles.count()):
-        before = root.evaluate(FINGERPRINT_JS)
-        h = handles.nth(k)
-        h.scroll_into_view_if_needed()
-        at_max = h.get_attribute("aria-valuenow") == h.get_attribute("aria-valuemax")
-        h.focus()
-        page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-        after, t0 = before, time.time()
-        while after == before and time.time() - t0 < 5:
-            page.wait_for_timeout(100)
-            after = root.evaluate(FINGERPRINT_JS)
-        results.append((f"slider {k}", after != before and bool(after),
-                        f"value {h.get_attribute('aria-valuenow')}"))
-    selects = root.locator(".widget-dropdown select")
-    for k in range(selects.count()):
-        before = root.evaluate(FINGERPRINT_JS)
-        sel = selects.nth(k)
-        options = sel.evaluate("s => Array.from(s.options).map(o => o.value)")
-        current = sel.input_value()
-        other = next((o for o in options if o != current), None)
-        if other is None:
-            continue
-        sel.select_option(other)
-        after, t0 = before, time.time()
-        while after == before and time.time() - t0 < 5:
-            page.wait_for_timeout(100)
-            after = root.evaluate(FINGERPRINT_JS)
-        results.append((f"dropdown {k}", after != before and bool(after), f"value {other}"))
-    return results
-
-
-@pytest.fixture(scope="module")
-def visits(html_dir) -> dict[str, PageVisit]:
-    """Open every page once (one browser, one page after the other) and record what happened."""
-    out: dict[str, PageVisit] = {}
-    with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
-        blocked: list[str] = []
-        ctx = browser_mod.new_context(browser, blocked=blocked, viewport=VIEWPORT)
-        for name in built_pages(html_dir):
-            visit = PageVisit(name)
-            blocked.clear()
-            page = ctx.new_page()
-            page.on("console", lambda m, v=visit: m.type == "error" and v.console_errors.append(
-                f"{m.text} @ {m.location.get('url', '')}"))
-            page.on("pageerror", lambda e, v=visit: v.console_errors.append(f"uncaught: {e}"))
-            source = open(os.path.join(html_dir, name), encoding="utf-8").read()
-            refresh = REFRESH.search(source)
-            # a redirect page's own document may be aborted by its immediate redirect (when the
-            # refresh fires before "load"): that is the redirect working, not a failed request
-            superseded = base + name if refresh else None
-            page.on("requestfailed", lambda r, v=visit, own=superseded: browser_mod.is_local(r.url)
-                    and not (r.url == own and "ERR_ABORTED" in (r.failure or ""))
-                    and v.failed.append(f"{r.url} ({r.failure})"))
-            page.on("response", lambda r, v=visit: r.status >= 400 and v.failed.append(
-                f"{r.url} (HTTP {r.status})"))
-            t0 = time.time()
-            page.goto(base + name, wait_until="load")
-            if refresh:  # a redirect page (index.html): it must land on an existing page
-                page.wait_for_url(re.compile(re.escape(refresh.group(1)) + "$"), timeout=10000)
-                page.wait_for_load_state("load")
-                visit.report = dict(EMPTY_REPORT, redirect=page.url)
-            else:
-                visit.report = page.evaluate(CHECKS_JS)
-                visit.overflow = page.evaluate(OVERFLOW_JS)  # before controls move
-                if 'class="book-run-panel"' in source:  # a chapter: its download and run panel
-                    visit.notebook = _notebook_offer(page)
-            for fig in visit.report["figures"]:
-                if fig["live"] or fig["kernelOutput"]:
-                    continue  # needs a kernel: see test_live_cells_are_marked and test_live.py
-                for control, changed, detail in _move_controls(page, fig):
-                    visit.figures.append((fig["index"], control, changed, detail))
-            page.wait_for_timeout(100)  # let late console messages arrive
-            visit.external = list(blocked)
-            visit.seconds = time.time() - t0
-            page.close()
-            out[name] = visit
-        ctx.close()
-    total = sum(v.seconds for v in out.values())
-    print(f"\nbrowser: {len(out)} pages in {total:.1f} s "
-          f"(slowest {max(out.values(), key=lambda v: v.seconds).name})")
-    return out
 
 
 def _visit(visits, name) -> PageVisit:
@@ -248,6 +131,17 @@ def test_live_cells_are_marked(visits, name):
                           "not tagged 'live' (add `:tags: [live, nbval-ignore-output]`)")
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_static_copies_of_live_figures_are_switched_off(visits, name):
+    """On the static website a live figure's controls would move and change nothing: they are
+    switched off, and the cell says it is a static copy (book_static/book-live.js)."""
+    figs = [f for f in _visit(visits, name).report["figures"] if f["live"]]
+    bad = [f"figure {f['index']}: {f['enabled']} control(s) still operable" for f in figs if f["enabled"]]
+    bad += [f"figure {f['index']}: not labelled a static copy ({f['liveLabel']!r})"
+            for f in figs if "static copy" not in f["liveLabel"]]
+    assert not bad, "\n".join(bad)
+
+
 def test_book_covers_theorems_equations_citations(visits):
     kinds = {ref["kind"] for v in visits.values() for ref in v.report["refs"] if not ref["nav"]}
     assert {"theorem", "equation", "citation"} <= kinds, kinds
@@ -324,24 +218,6 @@ def test_dark_mode_keeps_figures_readable(reader, html_dir):
     assert info["imgBg"] and all(bg == "rgb(255, 255, 255)" for bg in info["imgBg"]), info["imgBg"]
     assert not info["low"], f"text below WCAG contrast 4.5 in dark mode: {info['low'][:10]}"
     assert not errors and not blocked, (errors, blocked)
-
-
-def _notebook_offer(page) -> dict:
-    """What a chapter page offers for running it: its first .ipynb link, fetched as the reader's
-    browser would, and the text of its run panel (read during the page's one visit)."""
-    links = page.eval_on_selector_all('a[href$=".ipynb"]', "as => as.map(a => a.href)")
-    content = page.content()
-    offer = {"link": links[0] if links else None, "status": None, "nbformat": None,
-             "code_cells": 0, "panel": page.inner_text("details.book-run-panel", timeout=5000),
-             "names_lab": "make lab" in content and "JupyterLab" in content}
-    if links:
-        resp = page.request.get(links[0])
-        offer["status"] = resp.status
-        if resp.ok:
-            nb = json.loads(resp.body())
-            offer["nbformat"] = nb["nbformat"]
-            offer["code_cells"] = sum(c["cell_type"] == "code" for c in nb["cells"])
-    return offer
 
 
 def test_each_chapter_offers_its_notebook_and_run_instructions(visits, html_dir):

@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ROOT
 
+import fresh_env  # noqa: E402  (tests/)
 import book_version  # noqa: E402  (tools/)
 import make_kit  # noqa: E402
 
@@ -76,10 +77,15 @@ def test_kit_installs_in_a_fresh_venv_and_runs_a_data_chapter(kit):
     env.update(OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
     lines = [line for line in (kit / "README.txt").read_text().splitlines()
              if line.startswith("python3 -m venv")]
+    # the wheels it needs come from a folder filled once (tests/fresh_env.py), not from the index
+    wheel = next(kit.glob("*.whl"))
+    requirements = (kit / "requirements.txt").read_text()
+    folder = fresh_env.wheelhouse(["-r", str(kit / "requirements.txt"), str(wheel)], "kit",
+                                  requirements + "\n" + fresh_env.requires_dist(wheel))
     t0 = time.time()
     install = lines[0]  # exactly what the README says (python3 on PATH)
-    r = subprocess.run(install + " -q", shell=True, cwd=kit, env=env, capture_output=True, text=True,
-                       timeout=900)
+    r = subprocess.run(install + " -q", shell=True, cwd=kit, env=fresh_env.pip_env(env, folder),
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"install failed ({install}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     t_install = time.time() - t0
     py = kit / ".venv" / "bin" / "python"

@@ -32,16 +32,22 @@ References
 Algorithm 1 and Section 4 of Likhosherstov, Choromanski & Weller (2021); Box & Cox (1964);
 Akaike (1974); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993). :ref:`ch-log-law`.
 
-Two modules: :mod:`~sattn.experiments.acceptance.design` (step 1, the tasks, their run and
-their store) and :mod:`~sattn.experiments.acceptance.analysis` (steps 2 to 6). Every public name
-of both is importable as ``sattn.experiments.acceptance.<name>``, the module the registration
-names.
+Two modules hold the registered experiment: :mod:`~sattn.experiments.acceptance.design` (step 1,
+the tasks, their run and their store) and :mod:`~sattn.experiments.acceptance.analysis` (steps 2
+to 6). Two more were added after the data, beside it:
+:mod:`~sattn.experiments.acceptance.robust` (the same test under other links and on a model-free
+``d_50``, the ``a ln L + b ln ln L + c`` family, a calibration on truths the registered analysis
+does not assume) and :mod:`~sattn.experiments.acceptance.out_of_sample` (the predictions and
+rule registered before the curves at L = 65536 and 131072). Every public name of the four is
+importable as ``sattn.experiments.acceptance.<name>``, the module the registration names.
 """
 
 from __future__ import annotations
 
-from . import analysis, design
+from . import analysis, design, out_of_sample, robust, row_model_test
 
-__all__ = [*design.__all__, *analysis.__all__]
-globals().update({name: getattr(module, name) for module in (design, analysis)
+__all__ = [*design.__all__, *analysis.__all__, *robust.__all__, *out_of_sample.__all__,
+           *row_model_test.__all__]
+globals().update({name: getattr(module, name)
+                  for module in (design, analysis, robust, out_of_sample, row_model_test)
                   for name in module.__all__})

@@ -45,6 +45,8 @@ __all__ = [
     "analyse_setting", "NoiseModel", "decades_noise_model", "curves_noise_model",
     "synthetic_laws", "Calibration", "calibrate", "wilson_interval", "compare_model",
     "accepted_draw_bits",
+    # shared with the analyses beside the registered one (:mod:`.robust`, :mod:`.out_of_sample`)
+    "validate_estimates", "law_basis", "pad_curves",
 ]
 
 #: The quantiles of p(d) that are estimated (d_05 is a check, d_50 is the statistic of the test).
@@ -235,7 +237,9 @@ def pooled_series(est, var):
 
 
 # ----------------------------------------------------------------------------- laws
-def _basis(law, L, p=None):
+def law_basis(law, L, p=None):
+    """The regressor x(L) of a law d = a x(L) + c: ``log``, ``log2``, ``sqrt``, or ``boxcox``
+    with exponent ``p`` ((L^p - 1)/p, ln L at p = 0); ValueError for any other name."""
     L = np.asarray(L, float)
     if law == "log":
         return np.log(L)
@@ -288,16 +292,19 @@ class LawFitW:
         return self.chi2 + 2 * self.k
 
     def predict(self, L):
-        return self.a * _basis(self.law, L, self.p) + self.b
+        return self.a * law_basis(self.law, L, self.p) + self.b
 
     def predict_var(self, L):
         """Variance of the prediction from the parameter covariance (known variances; for
         Box-Cox at its fitted ``p``, conditional on ``p``)."""
-        g = np.stack([_basis(self.law, L, self.p), np.ones_like(np.asarray(L, float))], -1)
+        g = np.stack([law_basis(self.law, L, self.p), np.ones_like(np.asarray(L, float))], -1)
         return np.einsum("...i,ij,...j->...", g, self.cov, g)
 
 
-def _check_lv(L, y, v):
+def validate_estimates(L, y, v):
+    """Lengths, d_50 estimates and their variances as float arrays of one shape.
+
+    ValueError unless all three are 1-D, finite, of one length >= 3, with L > 1 and v > 0."""
     L = np.asarray(L, float)
     y = np.asarray(y, float)
     v = np.asarray(v, float)
@@ -346,7 +353,7 @@ def boxcox_profile(L, y, v, *, level=0.95, df=None, grid=P_GRID) -> BoxCoxProfil
     ``level`` quantile of chi^2 with one degree of freedom, or, when the variances were
     estimated with ``df`` degrees of freedom, of the F distribution with (1, df).
     """
-    L, y, v = _check_lv(L, y, v)
+    L, y, v = validate_estimates(L, y, v)
     level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
     grid = np.asarray(grid, float)
     lnL = np.log(L)
@@ -387,10 +394,10 @@ def fit_laws(L, y, v) -> dict:
     Returns ``{law: LawFitW}`` for ``log``, ``log2``, ``sqrt`` (two parameters) and ``boxcox``
     (three: ``a, c`` and ``p``; chi^2 minimised over ``P_GRID``).
     """
-    L, y, v = _check_lv(L, y, v)
+    L, y, v = validate_estimates(L, y, v)
     out = {}
     for law in ("log", "log2", "sqrt"):
-        a, b, cov, chi = _wls(_basis(law, L), y, v)
+        a, b, cov, chi = _wls(law_basis(law, L), y, v)
         out[law] = LawFitW(law, float(a), float(b), None, float(chi), L.size, 2, cov)
     out["boxcox"] = boxcox_profile(L, y, v).fit
     return out
@@ -403,7 +410,7 @@ def window_table(L, y, v, *, df, windows=WINDOWS, primary_min=PRIMARY_MIN_L) -> 
     for every measured length above the window, the log law's and Box-Cox law's prediction
     error in units of ``sqrt(v_L + prediction variance)`` (``z``) and in percent.
     """
-    L, y, v = _check_lv(L, y, v)
+    L, y, v = validate_estimates(L, y, v)
     rows = []
     wins = list(windows) + [(primary_min, int(L.max()))]
     for lo, hi in wins:
@@ -455,7 +462,7 @@ def decide(setup, L, y, v, *, df, primary_min=PRIMARY_MIN_L, n_settings=6) -> De
     primary_min``): 95% interval for ``p`` (F(1, df) threshold, ``df`` the degrees of freedom
     of the pooled variance, :func:`pooled_series`) and, for the verdict over all settings, the
     Bonferroni interval at level ``1 - 0.05 / n_settings``."""
-    L, y, v = _check_lv(L, y, v)
+    L, y, v = validate_estimates(L, y, v)
     m = L >= primary_min
     if m.sum() < 4:
         raise ValueError(f"the primary window L >= {primary_min} needs at least 4 lengths, got "
@@ -479,7 +486,9 @@ def curves_by_setting(rows) -> dict:
     return out
 
 
-def _pad(curves):
+def pad_curves(curves):
+    """Curves ``(widths, n, accepted)`` of unequal lengths as three equal-width arrays; a curve
+    shorter than the longest is continued at its last width with no draws (n = 0)."""
     W = max(len(c[0]) for c in curves)
     D = np.ones((len(curves), W))
     N = np.zeros((len(curves), W))
@@ -509,7 +518,7 @@ def analyse_setting(by_L: dict, *, quantile=0.5, n_boot=N_BOOT, rng=None):
     Ls, est, var, per = [], [], [], {}
     for L in sorted(by_L):
         curves = [by_L[L][t] for t in sorted(by_L[L])]
-        D, N, S = _pad(curves)
+        D, N, S = pad_curves(curves)
         r = curve_quantiles(D, N, S, n_boot=n_boot, rng=rng)
         per[L] = r
         e, v = r["est"][:, qi], r["var"][:, qi]
@@ -577,7 +586,7 @@ def curves_noise_model(rows) -> dict:
         sig, rel, d50, groups = [], [], {}, 0
         for L in sorted(by_L):
             curves = [by_L[L][t] for t in sorted(by_L[L])]
-            D, N, S = _pad(curves)
+            D, N, S = pad_curves(curves)
             b0, b1, ok = probit_fit(D, N, S)
             if not ok.all():
                 continue
@@ -604,7 +613,7 @@ def synthetic_laws(noise: NoiseModel, ps=(0.1, 0.2, 0.3), anchors=(256, 2048)) -
     L1, L2 = anchors
     y1, y2 = a0 * math.log(L1) + b0, a0 * math.log(L2) + b0
     for p in ps:
-        x1, x2 = _basis("boxcox", L1, p), _basis("boxcox", L2, p)
+        x1, x2 = law_basis("boxcox", L1, p), law_basis("boxcox", L2, p)
         a = (y2 - y1) / (x2 - x1)
         laws[float(p)] = (float(a), float(y1 - a * x1))
     return laws
@@ -660,7 +669,7 @@ def calibrate(noise: NoiseModel, *, profile="paper", lengths=None, reps=100, ps=
         for _ in range(reps):
             ys = []
             for L in Ls:
-                D = a * _basis("boxcox", L, p) + c
+                D = a * law_basis("boxcox", L, p) + c
                 m = D * (1 + noise.sigma_rel * ndtri(0.04))
                 ws = design_widths(m, L, cfg["factors"])
                 n = cfg["draws_small"] if L < cfg["draws_switch_L"] else cfg["draws_large"]
@@ -675,7 +684,7 @@ def calibrate(noise: NoiseModel, *, profile="paper", lengths=None, reps=100, ps=
                     dd = np.array(sorted(cnt))
                     curves.append((dd, np.array([cnt[x][0] for x in dd]),
                                    np.array([cnt[x][1] for x in dd])))
-                Dm, N, S = _pad(curves)
+                Dm, N, S = pad_curves(curves)
                 r = curve_quantiles(Dm, N, S, quantiles=(0.5,), n_boot=n_boot, rng=rng)
                 e, v = r["est"][:, 0], r["var"][:, 0]
                 if np.isfinite(e).all() and np.isfinite(v).all():

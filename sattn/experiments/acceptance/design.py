@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import csv
 import os
+import resource
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +54,7 @@ from ..target import draw_generator
 __flat__: list[str] = []
 __all__ = [
     *__flat__,
-    "DECADES_DMIN_MEAN", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
+    "DECADES_DMIN_MEAN", "OUT_OF_SAMPLE_ANCHOR", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
     "extend_widths", "measure_curve", "AcceptanceTask", "acceptance_tasks", "count_accepted",
     "run_acceptance_task", "reproduce_acceptance", "load_acceptance", "acceptance_profile",
 ]
@@ -70,7 +72,17 @@ DECADES_DMIN_MEAN = {name: dict(zip(tuple(2 ** p for p in range(6, 16)), means))
     "k4-g2-e7-0.9": ( 43.7,  70.0, 104.7, 153.3, 195.0, 235.7, 283.0, 319.0, 362.7, 400.3),
 }.items()}
 
-#: The registered design (``docs/registration/acceptance.md``) and a quick one for tests.
+#: The anchor widths ``m`` of the registered out-of-sample curves (no decades data exist there):
+#: the last decades anchor (L = 32768) scaled by the growth that ``a ln L + b ln ln L + c``,
+#: fitted to the probit d_50 series on L >= 256, predicts, rounded to 0.1. Frozen with the
+#: registration of the out-of-sample decision.
+OUT_OF_SAMPLE_ANCHOR = {
+    "k1-g1-e3-0.9": {65536: 64.4, 131072: 68.6},
+    "k2-g1-e7-0.5": {65536: 250.5, 131072: 267.2},
+}
+
+#: The registered design (``docs/registration/acceptance.md``), the registered out-of-sample
+#: curves (``docs/registration/out_of_sample.md``) and a quick one for tests.
 ACCEPTANCE_PROFILES = {
     "paper": {
         "setups": DECADES_PAPER["setups"],
@@ -87,6 +99,23 @@ ACCEPTANCE_PROFILES = {
                         "(setting, L) at fixed multiples of the decades mean first-success width "
                         "(extended by a fixed rule until p <= 10% and p >= 40% are covered), 128 "
                         "draws per width below L = 4096 and 64 from it on."),
+    },
+    "out-of-sample": {
+        "setups": tuple(OUT_OF_SAMPLE_ANCHOR),
+        "lengths": (65536, 131072),
+        "anchors": OUT_OF_SAMPLE_ANCHOR,
+        "targets": 3,
+        "factors": (0.90, 0.95, 1.00, 1.05, 1.10, 1.16, 1.24),
+        "draws_small": 64,
+        "draws_large": 64,
+        "draws_switch_L": 4096,
+        "extend": {"up": 1.08, "down": 1.06, "max": 4, "low_p": 0.10, "high_p": 0.40},
+        "out": "data/out_of_sample",
+        "registration": "docs/registration/out_of_sample.md",
+        "description": ("Registered out-of-sample acceptance curves: the settings k1-g1-e3-0.9 "
+                        "and k2-g1-e7-0.5 at L = 65536 and 131072, three targets each (the "
+                        "decades seed keys), the registered widths and extension rule around a "
+                        "frozen anchor, 64 draws per width."),
     },
     "quick": {
         "setups": ("k1-g1-e3-0.9", "k2-g2-e7-0.5"),
@@ -242,15 +271,17 @@ def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[Acce
     cfg = acceptance_profile(profile)
     chosen = parse_setups(cfg["setups"] if setups is None else setups)
     Ls = validate_lengths(cfg["lengths"] if lengths is None else lengths)
+    anchors = cfg.get("anchors", DECADES_DMIN_MEAN)
     tasks = []
     for L in Ls:
         for s in chosen:
-            if s.name not in DECADES_DMIN_MEAN or L not in DECADES_DMIN_MEAN[s.name]:
+            if s.name not in anchors or L not in anchors[s.name]:
+                where = "; ".join(f"{k} at L = {', '.join(str(x) for x in v)}"
+                                  for k, v in anchors.items())
                 raise ExperimentError(
-                    f"the acceptance design is registered for the settings "
-                    f"{', '.join(DECADES_DMIN_MEAN)} at L = 64, 128, ..., 32768; got {s.name} at "
+                    f"this acceptance design is registered for {where}; got {s.name} at "
                     f"L = {L}")
-            ws = tuple(design_widths(DECADES_DMIN_MEAN[s.name][L], L, cfg["factors"]))
+            ws = tuple(design_widths(anchors[s.name][L], L, cfg["factors"]))
             n = cfg["draws_small"] if L < cfg["draws_switch_L"] else cfg["draws_large"]
             for t in range(cfg["targets"]):
                 tasks.append(AcceptanceTask(s, L, t, ws, n, tuple(sorted(cfg["extend"].items()))))
@@ -293,7 +324,14 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
         counts = measure_curve(list(task.widths), task.L, dict(task.rule), count)
     levels = [[d, counts[d][0], counts[d][1], rows[d]] for d in sorted(counts)]
     return {"params": task.params(), "result": {"levels": levels},
-            "seconds": round(time.perf_counter() - t0, 3)}
+            "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": _peak_rss_mib()}
+
+
+def _peak_rss_mib() -> float:
+    """The peak resident memory of this process so far, in MiB (an upper bound of one task's
+    when a worker ran several)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10), 1)
 
 
 def _run_in_worker(task, parent):
@@ -400,8 +438,9 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
                          "independent Stiefel draws of Algorithm 1 (fast engine), every draw "
                          "decided (no stop at a success); CSV: one row per (setting, L, "
                          "target, width)"),
-            "registration": "docs/registration/acceptance.md",
-            "design": {k: v for k, v in cfg.items() if k not in ("out", "description")},
+            "registration": cfg.get("registration", "docs/registration/acceptance.md"),
+            "design": {k: v for k, v in cfg.items()
+                       if k not in ("out", "description", "registration")},
             "setups": {t.setup.name: t.setup.params() for t in tasks},
             "lengths": sorted({t.L for t in tasks}),
             "seeds": {"root_seed": ROOT_SEED,
@@ -415,6 +454,9 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
             "wall_seconds_all_runs": round(wall + previous.get("wall_seconds_all_runs", 0.0), 3),
             "runs": previous.get("runs", 0) + 1,
             "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
+            "per_task": {t.task_id: {"seconds": payloads[t.task_id]["seconds"],
+                                     "peak_rss_mib": payloads[t.task_id].get("peak_rss_mib")}
+                         for t in tasks},
             "computed": sorted(computed),
             "reused": reused,
             "recovered": sorted(os.path.splitext(n)[0] for n in missing),

@@ -94,11 +94,12 @@ protocol); the model is the book's own (:ref:`ch-experiments`).
 
 from __future__ import annotations
 
-from . import checks, dmin, results, row_model, row_types
+from . import checks, dmin, results, row_exact, row_model, row_types
 
-# Every public name of the five modules is importable as sattn.experiments.prediction.<name>
+# Every public name of the modules is importable as sattn.experiments.prediction.<name>
 # (the one module this package was before), built from their own lists.
-__all__ = [*results.__all__, *row_model.__all__, *row_types.__all__, *dmin.__all__, *checks.__all__]
+__all__ = [*results.__all__, *row_model.__all__, *row_exact.__all__, *row_types.__all__, *dmin.__all__,
+           *checks.__all__]
 globals().update({name: getattr(module, name)
-                  for module in (results, row_model, row_types, dmin, checks)
+                  for module in (results, row_model, row_exact, row_types, dmin, checks)
                   for name in module.__all__})

@@ -34,7 +34,7 @@ MAX_EXACT_DRAWS = 10**4
 
 
 def compare_measured(rows, *, tolerance=0.25, n_samples=DEFAULT_SAMPLES, seed=0,
-                     root_seed=ROOT_SEED) -> Comparison:
+                     root_seed=ROOT_SEED, method="sampled") -> Comparison:
     """Predict d_min for measured rows of Figure 3 and compare.
 
     Parameters
@@ -45,7 +45,7 @@ def compare_measured(rows, *, tolerance=0.25, n_samples=DEFAULT_SAMPLES, seed=0,
         ``d_min``); rows without a measured ``d_min`` are skipped.
     tolerance : float, default 0.25
         Largest relative error that the verdict allows.
-    n_samples, seed, root_seed
+    n_samples, seed, root_seed, method
         As in :func:`~sattn.predict_setup`.
 
     Returns
@@ -72,7 +72,7 @@ def compare_measured(rows, *, tolerance=0.25, n_samples=DEFAULT_SAMPLES, seed=0,
             continue
         meas = int(meas)
         pr = predict_setup(setup, L, n_draws=n, widths=ws, root_seed=root_seed,
-                           n_samples=n_samples, seed=seed)
+                           n_samples=n_samples, seed=seed, method=method)
         pred = pr.median if pr.median is not None else math.nan
         recs.append(dict(setup=setup, L=L, n_draws=n, measured=meas, predicted=pred,
                          q10=pr.q10, q90=pr.q90, rel_error=(pred - meas) / meas))
@@ -298,7 +298,7 @@ def check_row_dependence(L, d, b, *, n_draws=40, rows=128, rng) -> ModelCheck:
 
 
 def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_SEED,
-                              n_samples=DEFAULT_SAMPLES, seed=0) -> ModelCheck:
+                              n_samples=DEFAULT_SAMPLES, seed=0, method="sampled") -> ModelCheck:
     """(c) Predicted vs measured acceptance probability of one draw, with the fast engine.
 
     The target is the experiments' (:func:`~sattn.sample_target`); at each width ``n_draws`` draws
@@ -317,7 +317,7 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
         Widths (``k <= d <= L - k``).
     n_draws : int, default 200
         Engine draws per width (``10 <= n_draws <= 10**6``).
-    root_seed, n_samples, seed
+    root_seed, n_samples, seed, method
         As in :func:`~sattn.predict_setup`.
 
     Returns
@@ -341,7 +341,8 @@ def check_success_probability(setup, L, widths, *, n_draws=200, root_seed=ROOT_S
     eng = FastEngine(A, s.eps1, s.eps2)
     meas, pred, z = [], [], []
     for w in ws:
-        p = draw_success_probability(t, s.eps1, s.eps2, w, n_samples=n_samples, seed=seed).p
+        p = draw_success_probability(t, s.eps1, s.eps2, w, n_samples=n_samples, seed=seed,
+                                     method=method).p
         hits = sum(eng.draw(w, draw_generator(root_seed, (s.key(), task.L, 7, w, i))).ok
                    for i in range(n_draws))
         f = hits / n_draws

@@ -19,7 +19,17 @@ from ..setups import ROOT_SEED, SETUPS, ExperimentError, get_profile, grid_value
 from ..target import SparseTarget, prepare_target
 from .results import DminPrediction, DrawPrediction
 from .row_model import DEFAULT_SAMPLES, projector_block, validate_n_draws, validate_n_samples, validate_model_width, row_stats
+from .row_exact import types_failure
 from .row_types import RowTypes
+
+_METHODS = ("sampled", "exact")
+
+
+def _check_method(method):
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    return method
+
 
 __flat__ = ["draw_success_probability", "predict_dmin", "predict_d50", "sample_target",
             "predict_setup"]
@@ -81,8 +91,8 @@ def _types_cached(t):
     return _row_types_of(_Same(t))
 
 
-def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, seed=0
-                             ) -> DrawPrediction:
+def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, seed=0,
+                             method="sampled") -> DrawPrediction:
     """The model's probability that one draw at width ``d`` is accepted for the target ``A``.
 
     Rows enter through their support logits only; off-support entries through their count
@@ -100,9 +110,16 @@ def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, see
     d : int
         Width, ``k_max <= d <= L - k_max``.
     n_samples : int, default 2**17
-        Monte Carlo samples of each block size (assumption A3).
+        Monte Carlo samples of each block size (assumption A3), or importance samples of the
+        block for ``method="exact"``.
     seed : int, default 0
         Seed of the common random numbers.
+    method : {"sampled", "exact"}, default "sampled"
+        ``"sampled"``: plain Monte Carlo averages over the block (A3), which cannot resolve row
+        failures much below ``1 / n_samples``. ``"exact"``: quadrature for rows with one
+        nonzero, importance sampling for the others
+        (:mod:`~sattn.experiments.prediction.row_exact`); ``se_log_p`` is then the summed
+        numerical error of ``log_p`` (errors of all row types added, as if fully correlated).
 
     Returns
     -------
@@ -115,6 +132,8 @@ def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, see
     validate_model_width(t.L, d, t.k_max)
     n_samples = validate_n_samples(n_samples)
     seed = check_int("seed", seed, low=0)
+    if _check_method(method) == "exact":
+        return _exact_draw(t, d, n_samples, seed)
     log_p, fails, se = 0.0, 0.0, 0.0
     types = []
     P = projector_block(t.k_max, t.L, d, n_samples, seed)
@@ -130,6 +149,23 @@ def draw_success_probability(A, eps1, eps2, d, *, n_samples=DEFAULT_SAMPLES, see
             se += cnt * s / pi
     return DrawPrediction(L=t.L, d=d, p=math.exp(log_p), log_p=log_p, expected_failures=fails,
                           se_log_p=se, types=types, n_samples=n_samples)
+
+
+def _exact_draw(t, d, n_samples, seed) -> DrawPrediction:
+    types_in = _types_cached(t)
+    res = types_failure(types_in, t.k_max, t.L, d, t.eps1, t.eps2, n_samples, seed)
+    log_p, fails, se, types = 0.0, 0.0, 0.0, []
+    for (b, cnt), r in zip(types_in, res):
+        types.append((tuple(np.round(b, 6)), cnt, 1.0 - r.fail))
+        fails += cnt * r.fail
+        if r.fail >= 1.0:
+            log_p = -math.inf
+        else:
+            log_p += cnt * math.log1p(-r.fail)
+            se += cnt * r.err / (1.0 - r.fail)
+    return DrawPrediction(L=t.L, d=d, p=math.exp(log_p), log_p=log_p, expected_failures=fails,
+                          se_log_p=se, types=types, n_samples=n_samples, method="exact",
+                          row_failures=res)
 
 
 def search_law(widths, p, n):
@@ -151,7 +187,7 @@ def search_law(widths, p, n):
 
 
 def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, seed=0,
-                 tail=1e-6, skip=1e-9) -> DminPrediction:
+                 tail=1e-6, skip=1e-9, method="sampled") -> DminPrediction:
     """Predicted d_min of the search over ``widths`` with ``n_draws`` draws per width.
 
     ``p(d)`` (:func:`draw_success_probability`) is evaluated width by width, in ascending order,
@@ -170,7 +206,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, s
         dropped).
     n_draws : int
         Draws per width (``1 <= n_draws <= 10**6``; above, a :class:`sattn.SizeTooLargeError`).
-    n_samples, seed
+    n_samples, seed, method
         As in :func:`draw_success_probability`.
     tail : float, default 1e-6
         Stop evaluating once the search has stopped with probability ``1 - tail``.
@@ -182,6 +218,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, s
     DminPrediction
     """
     t = as_target(A, eps1, eps2)
+    _check_method(method)
     n_draws = validate_n_draws(n_draws)
     tail = check_real("tail", tail, low=0.0, high=1.0, low_open=True, high_open=True)
     skip = check_real("skip", skip, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -205,7 +242,7 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, s
     def p_at(i):
         if i not in memo:
             memo[i] = draw_success_probability(t, t.eps1, t.eps2, ws[i], n_samples=n_samples,
-                                               seed=seed).p
+                                               seed=seed, method=method).p
         return memo[i]
     # skip the widths where the search stops with negligible probability: by bisection (p(d)
     # is increasing in d) the last width with n p < skip; everything below it is dropped
@@ -229,7 +266,8 @@ def predict_dmin(A, eps1, eps2, widths, n_draws, *, n_samples=DEFAULT_SAMPLES, s
                           mean=mean, q10=q10, q90=q90, crossing=cross, p_beyond=beyond)
 
 
-def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES, seed=0) -> int:
+def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES, seed=0,
+                method="sampled") -> int:
     """The model's ``d_50``: the smallest width at which one draw passes with probability >= 1/2.
 
     A bisection on ``[low, high]`` (default ``[k_max, min(L - k_max, 100000)]``) using that
@@ -243,7 +281,7 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES
         Tolerances.
     low, high : int, optional
         The bracket, ``k_max <= low <= high <= L - k_max``.
-    n_samples, seed
+    n_samples, seed, method
         As in :func:`draw_success_probability`.
 
     Returns
@@ -262,6 +300,7 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES
     t = as_target(A, eps1, eps2)
     n_samples = validate_n_samples(n_samples)
     seed = check_int("seed", seed, low=0)
+    _check_method(method)
     if t.L < 4 or t.L < t.k_max + 2:
         raise ValueError(f"the model needs L >= max(4, k + 2), got L = {t.L}, k = {t.k_max} (A)")
     lo = t.k_max if low is None else check_int("low", low, low=t.k_max, high=t.L - t.k_max)
@@ -269,7 +308,8 @@ def predict_d50(A, eps1, eps2, *, low=None, high=None, n_samples=DEFAULT_SAMPLES
                                                                     high=t.L - t.k_max)
 
     def p(d):
-        return draw_success_probability(t, t.eps1, t.eps2, d, n_samples=n_samples, seed=seed).p
+        return draw_success_probability(t, t.eps1, t.eps2, d, n_samples=n_samples, seed=seed,
+                                        method=method).p
     if p(hi) < 0.5:
         raise ValueError(f"high: p(d) < 1/2 at the top of the bracket, d = {hi}")
     if p(lo) >= 0.5:
@@ -301,7 +341,7 @@ def sample_target(setup, L, *, root_seed=ROOT_SEED):
 
 
 def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
-                  n_samples=DEFAULT_SAMPLES, seed=0) -> DminPrediction:
+                  n_samples=DEFAULT_SAMPLES, seed=0, method="sampled") -> DminPrediction:
     """Predicted d_min for a named setup at length ``L``, on the target the experiments sample.
 
     Parameters
@@ -317,7 +357,7 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     root_seed : int, default ROOT_SEED
         Root seed of the target (the experiments': the target is
         ``sample_sparse(L, k, gamma, draw_generator(root_seed, (setup_key, L, 0)))``).
-    n_samples, seed
+    n_samples, seed, method
         As in :func:`draw_success_probability`.
 
     Returns
@@ -329,4 +369,5 @@ def predict_setup(setup, L, *, n_draws=None, widths=None, root_seed=ROOT_SEED,
     if widths is None:
         widths = grid_values(task.grid)
     t = sample_target(setup, L, root_seed=root_seed)
-    return predict_dmin(t, t.eps1, t.eps2, widths, n_draws, n_samples=n_samples, seed=seed)
+    return predict_dmin(t, t.eps1, t.eps2, widths, n_draws, n_samples=n_samples, seed=seed,
+                        method=method)

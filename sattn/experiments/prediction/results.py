@@ -54,7 +54,9 @@ class DrawPrediction(Result):
 
     ``log_p = sum_l ln pi_l`` over the rows (assumption A2), ``expected_failures`` the expected
     number of failing rows ``sum_l (1 - pi_l)``, ``se_log_p`` a conservative Monte Carlo
-    standard error of ``log_p``; ``types`` lists ``(sorted b, number of rows, pi)`` per row type.
+    standard error of ``log_p`` (for ``method == "exact"``: the summed numerical error);
+    ``types`` lists ``(sorted b, number of rows, pi)`` per row type, and ``row_failures`` (exact
+    method only) each type's :class:`~sattn.experiments.prediction.row_exact.RowFailure`.
     """
 
     L: int
@@ -65,6 +67,8 @@ class DrawPrediction(Result):
     se_log_p: float
     types: list = field(repr=False, default_factory=list)
     n_samples: int = 0
+    method: str = "sampled"
+    row_failures: list = field(repr=False, default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -24,7 +24,9 @@ __flat__: list[str] = []
 __all__ = [*__flat__, "offsupport_pass", "row_pass_probability",
            # shared with the predictions and their checks (:mod:`.dmin`, :mod:`.checks`)
            "DEFAULT_SAMPLES", "projector_block", "row_stats", "validate_model_width",
-           "validate_n_draws", "validate_n_samples", "validate_support_logits"]
+           "validate_n_draws", "validate_n_samples", "validate_support_logits",
+           # shared with the exact evaluation (:mod:`.row_exact`)
+           "TAIL_TABLE_S", "log_tail_table", "chi2_quantile"]
 
 DEFAULT_SAMPLES = 1 << 17
 
@@ -55,16 +57,16 @@ def _sphere_log_tail(c, m):
         return np.log(np.where(cc >= 0, half, 1.0 - half))
 
 
-_TABLE_S = np.linspace(-6.0, 14.0, 8001)
+TAIL_TABLE_S = np.linspace(-6.0, 14.0, 8001)
 
 
 @functools.lru_cache(maxsize=64)
-def _log_tail_table(m):
+def log_tail_table(m):
     """``ln tau_m`` tabulated against ``s = c sqrt(m)`` on [-6, 14] (cached per ``m``). It is
     smooth in ``s``, so linear interpolation is accurate to ~1e-6 relative; below ``s = -6``
     ``F_m`` is below ``Phibar(6)^m`` and above ``s = 14`` ``1 - F_m`` is below ``m 1e-40``
     (both are clamped)."""
-    return _sphere_log_tail(_TABLE_S / math.sqrt(m), m)
+    return _sphere_log_tail(TAIL_TABLE_S / math.sqrt(m), m)
 
 
 def offsupport_pass(c, m, *, exact=False):
@@ -101,8 +103,8 @@ def offsupport_pass(c, m, *, exact=False):
         lt = _sphere_log_tail(cc, m)
     else:
         sc = cc * math.sqrt(m)
-        lt = np.interp(sc, _TABLE_S, _log_tail_table(m), right=-np.inf)
-        lt = np.where(sc > _TABLE_S[-1], -np.inf, lt)
+        lt = np.interp(sc, TAIL_TABLE_S, log_tail_table(m), right=-np.inf)
+        lt = np.where(sc > TAIL_TABLE_S[-1], -np.inf, lt)
     with np.errstate(divide="ignore", over="ignore"):
         out = np.exp(m * np.log1p(-np.minimum(np.exp(lt), 1.0)))
     return np.where(c >= 1.0, 1.0, np.where(c <= -1.0, 0.0, out))
@@ -131,10 +133,10 @@ def _wilson_hilferty(z, df):
     return df * np.maximum(1.0 - a + z * np.sqrt(a), 0.0) ** 3
 
 
-def _chi2_quantile(z, df):
+def chi2_quantile(z, df):
     """Chi-square quantile at normal score ``z`` (same shape), ``df`` a positive number: the
     Wilson-Hilferty value times a correction interpolated from the exact quantile
-    (``gammaincinv``) on 1441 normal scores in [-9, 9] (relative error below ~1e-6 for |z| < 5)."""
+    (``gammaincinv``) on 1441 normal scores in [-9, 9] (relative error below ~1e-6 for ``|z| < 5``)."""
     exact = 2.0 * spc.gammaincinv(0.5 * df, sst.norm.cdf(_QZ))
     wh = _wilson_hilferty(_QZ, df)
     ok = (wh > 0) & (exact > 0)
@@ -155,7 +157,7 @@ def projector_block(k, L, d, n, seed):
     for z, nn, df in ((z1, n1, d), (z2, n2, L - d)):
         F = np.zeros((n, k, k))
         for i in range(k):
-            F[:, i, i] = np.sqrt(_chi2_quantile(z[:, i], df - i))
+            F[:, i, i] = np.sqrt(chi2_quantile(z[:, i], df - i))
         if nn.shape[1]:
             F[:, il[0], il[1]] = nn
         Fs.append(F)

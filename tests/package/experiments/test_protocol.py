@@ -245,7 +245,7 @@ def test_parameter_mismatch_is_refused(tmp_path):
     (["reproduce", "fig3", "--lengths", "256", "128"], "strictly increasing"),
     (["reproduce", "fig3", "--lengths", "128", "128"], "strictly increasing"),
     (["reproduce", "fig3", "--lengths", "16"], "outside the supported range"),
-    (["reproduce", "fig3", "--lengths", "70000"], "outside the supported range"),
+    (["reproduce", "fig3", "--lengths", "200000"], "outside the supported range"),
     (["reproduce", "fig3", "--profile", "huge"], "invalid choice: 'huge'"),
     (["reproduce", "fig3", "--jobs", "0"], "jobs must be"),
 ])
@@ -367,7 +367,7 @@ def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
     (dict(budget=10 ** 6), "outside the supported range"),
     (dict(budget=2.5), "must be an integer"),
     (dict(lengths=[32]), "outside the supported range"),
-    (dict(lengths=[131072]), "outside the supported range"),
+    (dict(lengths=[262144]), "outside the supported range"),
     (dict(profile="paper-q1"), "has no decades experiment"),
 ])
 def test_decades_bad_requests_are_refused(tmp_path, kwargs, match):

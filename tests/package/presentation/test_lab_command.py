@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -25,8 +26,20 @@ def test_portable_text_rejects_non_text():
         lab.portable_text(3)
 
 
-def _chapter(model_id="0f" * 16):
-    return {"metadata": {"jupytext": {"formats": "ipynb,md:myst"}, "widgets": {"state": {}}},
+def _state(view, child, link):
+    """A widget state as nbclient stores it: a box (the view) with a slider, and a jslink."""
+    model = lambda name, state: {"model_module": "@jupyter-widgets/controls",  # noqa: E731
+                                 "model_module_version": "2.0.0", "model_name": name, "state": state}
+    return {lab.WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": {
+        view: model("VBoxModel", {"children": [f"IPY_MODEL_{child}"]}),
+        child: model("IntSliderModel", {"value": 3}),
+        link: model("LinkModel", {"source": [f"IPY_MODEL_{child}", "value"],
+                                  "target": [f"IPY_MODEL_{child}", "max"]})}}}
+
+
+def _chapter(model_id="0f" * 16, child="1e" * 16, link="2d" * 16):
+    return {"metadata": {"jupytext": {"formats": "ipynb,md:myst"},
+                         "widgets": _state(model_id, child, link)},
             "cells": [{"id": "abc", "cell_type": "code", "source": "", "metadata": {"trusted": True},
                        "outputs": [
                 {"output_type": "display_data", "data": {
@@ -36,11 +49,20 @@ def _chapter(model_id="0f" * 16):
 
 
 def test_pre_save_hook_makes_a_chapter_portable_and_run_independent():
-    a, b = _chapter("1" * 32), _chapter("2" * 32)
+    a, b = _chapter("1" * 32, "3" * 32, "5" * 32), _chapter("2" * 32, "4" * 32, "6" * 32)
     for nb in (a, b):
         lab.pre_save_hook(model={"type": "notebook", "content": nb}, path="01.ipynb")
     assert a == b                               # two runs, two random ids: one stored notebook
-    assert "widgets" not in a["metadata"]
+    # the widget state stays (a static page draws the views from it), renamed with the views
+    state = a["metadata"]["widgets"][lab.WIDGET_STATE]["state"]
+    view = a["cells"][0]["outputs"][0]["data"][lab.WIDGET_VIEW]["model_id"]
+    child = state[view]["state"]["children"][0][len("IPY_MODEL_"):]
+    assert state[child]["model_name"] == "IntSliderModel"
+    (link,) = set(state) - {view, child}
+    assert state[link]["state"]["source"] == [f"IPY_MODEL_{child}", "value"]
+    again = json.loads(json.dumps(a))           # a save of the saved notebook changes nothing
+    lab.pre_save_hook(model={"type": "notebook", "content": again}, path="01.ipynb")
+    assert again == a
     assert "trusted" not in a["cells"][0]["metadata"]      # not signed: reopened, it shows pictures
     assert a["cells"][0]["outputs"][1]["traceback"] == ["File sattn/a.py:3"]
 
