@@ -117,6 +117,7 @@ def test_cycles_in_the_cube():
     for n in range(2, 300):
         verts, r = _cycle_in_cube(n)
         assert len(set(verts)) == n and max(verts) < 2 ** r
+        assert 2 ** r < 4 * n                     # so m <= ceil(log2 L) + 2 after packing
         S = set(verts)
         for a, b in zip(verts, verts[1:] + verts[:1]):
             diff = a ^ b
