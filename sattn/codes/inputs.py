@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sps
 
 from .._validate import check_int
 from ..results import Result
