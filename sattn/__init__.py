@@ -9,7 +9,7 @@ what the experiments compute (the lower modules of :mod:`sattn.experiments`) bes
 constructions in finite precision (:mod:`sattn.precision`); then the machinery that runs them
 (:mod:`sattn.runs`: store, cluster, the one task loop, benchmark); then the protocols and the
 science of the experiments (the rest of :mod:`sattn.experiments`) and the width x bits frontier
-(:mod:`sattn.frontier`); then the command line (``python -m sattn``). Every public function cites the equation or theorem it
+(:mod:`sattn.frontier`) beside the codes and bounds of the book's weights (:mod:`sattn.codes`); then the command line (``python -m sattn``). Every public function cites the equation or theorem it
 implements and the chapter that explains it.
 
 **The flat API and its rule.** Every name in ``sattn.__all__`` is importable as ``sattn.<name>``,
@@ -165,6 +165,16 @@ if TYPE_CHECKING:      # the flat API, module by module (imported on first use: 
         memorization_bits_needed, approximation_precision, smallest_bits, smallest_format
     )
     from .frontier import fixed_point_bits, float_format_bits, load_width_bits, round_fixed
+    from .codes.bounds import (
+        antichain_length, bilinear_bound, bilinear_min_bits, book_weights_bound,
+        serving_obstruction
+    )
+    from .codes.inputs import (
+        CodeInput, column_cycles, constant_weight_input, cycle_code_input, hash_code_input,
+        sign_code_input
+    )
+    from .codes.checker import CodeReport, check_code_input
+    from .codes.measure import load_width_codes
 
 __all__ = [
     'SizeTooLargeError', 'ClaimFailed', 'Result', 'check', 'Certified', 'gamma',
@@ -207,7 +217,10 @@ __all__ = [
     'hardmax_precision', 'hardmax_bits_needed', 'contextual_precision', 'contextual_bits_needed',
     'memorization_precision', 'memorization_bits_needed', 'approximation_precision',
     'smallest_bits', 'smallest_format', 'fixed_point_bits', 'float_format_bits', 'load_width_bits',
-    'round_fixed'
+    'round_fixed', 'antichain_length', 'bilinear_bound', 'bilinear_min_bits',
+    'book_weights_bound', 'serving_obstruction', 'CodeInput', 'column_cycles',
+    'constant_weight_input', 'cycle_code_input', 'hash_code_input', 'sign_code_input',
+    'CodeReport', 'check_code_input', 'load_width_codes'
 ]
 
 

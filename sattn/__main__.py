@@ -1,6 +1,6 @@
 """Command line of :mod:`sattn`.
 
-    python -m sattn reproduce fig3|fig4|fig5|decades|acceptance|width-bits [--setups ...] [--lengths ...] [--jobs N]
+    python -m sattn reproduce fig3|fig4|fig5|decades|acceptance|width-bits|width-codes [--setups ...] [--lengths ...] [--jobs N]
                                              [--scheduler local|tcp://HOST:PORT] [--workers N]
                                              [--profile quick|paper|paper-q1|out-of-sample] [--out DIR] [--no-progress]
                                              [--budget N (decades)]
@@ -36,19 +36,22 @@ from .experiments.protocol import FIGURES, reproduce
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, get_profile
 from .runs.store import StoreError, filesystem_error
 from .frontier import reproduce_width_bits
+from .codes.measure import reproduce_width_codes
 from .presentation import lab
 
 
 #: The experiments of ``reproduce``, in the order of the help.
-EXPERIMENTS = (*FIGURES, "acceptance", "width-bits")
+EXPERIMENTS = (*FIGURES, "acceptance", "width-bits", "width-codes")
 #: The options of ``reproduce`` (besides ``--profile``, ``--out`` and ``--no-progress``) that each
 #: experiment honours; giving any other one is an error, raised before any work.
 _GRID = ("setups", "lengths", "jobs", "scheduler", "workers")
 OPTIONS = {"fig3": _GRID, "fig4": _GRID, "decades": (*_GRID, "budget"), "fig5": (),
-           "acceptance": ("setups", "lengths", "jobs", "no_compute"), "width-bits": ()}
+           "acceptance": ("setups", "lengths", "jobs", "no_compute"), "width-bits": (),
+           "width-codes": ()}
 #: The profiles of each experiment (``--profile``).
 EXPERIMENT_PROFILES = {**{f: tuple(PROFILES) for f in FIGURES}, "acceptance": tuple(PROFILES),
-                       "width-bits": ("quick", "paper")}
+                       "width-bits": ("quick", "paper"),
+                       "width-codes": ("quick", "paper")}
 
 
 def check_options(args) -> None:
@@ -73,6 +76,12 @@ def _reproduce(args) -> int:
         man = reproduce_width_bits(profile=args.profile, out=args.out,
                                    progress=not args.no_progress)
         print(f"width-bits ({man['profile']}): {len(man['computed'])} tasks computed, "
+              f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
+        return 0
+    if args.figure == "width-codes":
+        man = reproduce_width_codes(profile=args.profile, out=args.out,
+                                    progress=not args.no_progress)
+        print(f"width-codes ({man['profile']}): {len(man['computed'])} tasks computed, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
         return 0
     if args.figure == "acceptance":

@@ -74,6 +74,8 @@ EXCLUDED = {
     # result records (sattn.Result subclasses): only returned by the package's functions, never
     # built by users; tests/package/test_results.py checks each against the result protocol
     "Approximation": "result class returned by approximate",
+    "CodeInput": "result class returned by the code constructions (sign_code_input, ...)",
+    "CodeReport": "result class returned by check_code_input",
     "ApproximationReport": "result class returned by the criteria checkers",
     "OptimizedLogits": "result class returned by optimize_logits / moment_curve_logits",
     "WidthSearch": "result class returned by smallest_width",
@@ -947,6 +949,42 @@ spec("round_fixed", lambda: dict(X=np.array([0.3, -1.2, 0.0]), bits=6, scale=2.0
 spec("load_width_bits", lambda: dict(data_dir=os.path.join(ROOT, "data")), data_dir=path())
 
 
+# ---- codes for the book's weights (sattn.codes)
+def _perm8():
+    return sattn.regular_pattern(8, 1, np.random.default_rng(0))
+
+
+def _pair8():
+    return sattn.regular_pattern(8, 2, np.random.default_rng(0), structure="random")
+
+
+def _sign8():
+    return sattn.sign_code_input(_perm8())
+
+
+_LK = dict(L=integer("size", low=2, high=2**53), k=integer(low=1, high=63))
+spec("book_weights_bound", lambda: dict(L=64, k=2), **_LK)
+spec("antichain_length", lambda: dict(L=1000), L=integer("size", low=1, high=2**62))
+spec("bilinear_min_bits", lambda: dict(L=64, k=1, d_hid=3), **_LK, d_hid=integer(low=1))
+spec("bilinear_bound", lambda: dict(L=64, k=1, max_width=64), **_LK,
+     max_width=integer(low=1, high=10**6))
+spec("serving_obstruction", lambda: dict(Q=_sign8().Q, K=_sign8().K, A=_perm8()),
+     Q=matrix(shapes=[(8, 2), (7, 3)]), K=matrix(shapes=[(8, 2), (7, 3)]),
+     A=matrix("target pattern", **TARGET))
+for _f in ("sign_code_input", "constant_weight_input"):
+    spec(_f, lambda: dict(A=_perm8()), A=matrix("target pattern", **TARGET))
+for _f in ("column_cycles", "cycle_code_input"):
+    spec(_f, lambda: dict(A=_pair8()), A=matrix("target pattern", **TARGET))
+spec("hash_code_input", lambda: dict(A=_pair8(), q=None, seed=0, max_blocks=200, block_rows=256),
+     A=matrix("target pattern", **TARGET), q=integer(low=3, high=1024, none_ok=True),
+     seed=integer(low=0), max_blocks=integer(low=1, high=10_000), block_rows=integer(low=1))
+spec("check_code_input", lambda: dict(code=_sign8(), A=_perm8(), eps1=3.0, eps2=0.9, method="auto",
+                                      float_format=True),
+     code=custom("code", ["abc", None, 5, {"a": 1}, _perm8()]), A=matrix("target pattern", **TARGET),
+     **_EPS, method=choice(("auto", "enumerate", "blocks")), float_format=boolean())
+spec("load_width_codes", lambda: dict(data_dir=os.path.join(ROOT, "data")), data_dir=path())
+
+
 # =============================================================================== classifying a call
 def names_argument(message: str, param: str) -> bool:
     """Whether ``message`` names ``param`` as a word (``A[0, 1]`` and ``ffn.W1`` name A and ffn)."""
@@ -1207,6 +1245,9 @@ HUGE = {
 NO_CAP = {
     ("gamma", "n"): "a number in a closed formula (n u / (1 - n u)); n u >= 1/2 is refused",
     ("predict_d50", "seed"): "a seed of the random stream, not a size",
+    ("hash_code_input", "seed"): "a seed of the hashes, not a size",
+    ("hash_code_input", "block_rows"): "rows checked at a time, clipped to L by slicing",
+    ("bilinear_min_bits", "d_hid"): "a number in a closed formula (no loop grows with it)",
     ("adaptive_lambda", "n"): "a number in a closed formula (ln n)",
     ("theorem1_bound", "L"): "a number in a closed formula (ln L)",
     ("theorem1_constants", "L"): "a number in a closed formula (ln L)",

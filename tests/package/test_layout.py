@@ -51,7 +51,8 @@ LAYERS = [
                            "acceptance.robust", "acceptance.out_of_sample",
                            "acceptance.row_model_test", "acceptance"]},
     #                                 the protocols and the science, above the machinery
-    {"sattn.frontier": []},           # Part III: the constructions against the width x bits bound
+    {"sattn.frontier": [],            # Part III: the constructions against the width x bits bound
+     "sattn.codes": ["bounds", "inputs", "checker", "measure"]},  # codes of the book's weights
     {"sattn.__main__": []},
     {"sattn": []},                    # sattn/__init__.py: the flat API, above everything
 ]
@@ -209,7 +210,7 @@ def test_one_loop_runs_every_task_store():
     """The lock/store/run loop is written once (:func:`sattn.runs.runner.run_tasks`): the modules
     that run tasks into a store call it rather than loading, computing and saving themselves."""
     paths = dict(MODULES)
-    for m in ("sattn.experiments.protocol", "sattn.frontier"):
+    for m in ("sattn.experiments.protocol", "sattn.frontier", "sattn.codes.measure"):
         text = paths[m].read_text()
         assert "run_tasks(" in text and "store.save(" not in text and "store.load(" not in text, m
     runner = paths["sattn.runs.runner"].read_text()
@@ -432,7 +433,8 @@ def test_machinery_modules_have_no_flat_names_and_the_rest_have_some():
 
 def test_chapters_call_only_flat_names():
     """Every ``sattn.<name>`` a chapter's code uses is flat, a subpackage or the acceptance module."""
-    modules = {"experiments", "patterns", "universality", "presentation", "precision", "frontier"}
+    modules = {"experiments", "patterns", "universality", "presentation", "precision", "frontier",
+               "codes"}
     bad = {}
     for md in sorted((REPO / "chapters").glob("*.md")):
         cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", md.read_text(), re.S)

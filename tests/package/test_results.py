@@ -59,7 +59,7 @@ RESULT_CLASSES = {
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
     "Certified", "ModelTest", "RobustCalibration", "OutOfSampleDecision",
-    "RobustVerdict",
+    "RobustVerdict", "CodeInput", "CodeReport",
 }
 
 
@@ -91,6 +91,7 @@ def _instances():
     labels = [np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)]
     eng = sattn.FastEngine(sattn.sample_sparse(64, 2, 2.0, rng), 7.0, 0.5)
     Ls = 2.0 ** np.arange(6, 16)
+    P8 = sattn.regular_pattern(8, 1, np.random.default_rng(5))
     return [
         sattn.check_k_nonzero_bounded(A, 2),
         sattn.check_k_nonzero_bounded(np.ones((3, 3)), 1),
@@ -133,6 +134,8 @@ def _instances():
         acceptance.decide_out_of_sample({"log": {"pred": np.array([10.0, 11.0]), "cov": np.eye(2) * 0.01},
                                          "sqrt": {"pred": np.array([14.0, 16.0]), "cov": np.eye(2) * 0.01}},
                                         [10.1, 11.05], [0.04, 0.04]),
+        sattn.sign_code_input(sattn.regular_pattern(8, 1, rng)),
+        sattn.check_code_input(sattn.sign_code_input(P8), P8, 3.0, 0.9),
     ]
 
 
