@@ -653,7 +653,8 @@ spec("panel_figure", lambda: dict(n=1, draw=lambda fig, axes: None, panel_width=
                                   panel_height=0.5, dpi=10),
      n=integer("size", low=1), draw=callable_(),
      panel_width=real(low=0.0, low_open=True, high=20.0),
-     panel_height=real(low=0.0, low_open=True, high=20.0), dpi=integer(low=1, none_ok=True))
+     panel_height=real(low=0.0, low_open=True, high=20.0), dpi=integer(low=1, none_ok=True),
+     constrained=boolean(), columns=integer("size", low=1, none_ok=True))
 spec("precomputed_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", grid={"n": [1, 2]},
                                           description=None, value=None, dpi=None),
      render=callable_(),
@@ -1223,6 +1224,7 @@ HUGE = {
     ("precomputed_explorer", "dpi"): 10**6,
     ("panel_figure", "dpi"): 10**6,
     ("panel_figure", "n"): 10**6,
+    ("panel_figure", "columns"): 10**6,
     ("fixed_weights", "d"): _B9,
     ("hardmax_counterexample", "d"): _B9,
     **{(f, "max_draws"): _B12 for f in ("interpolating_ffn", "projection_vector",
