@@ -6,33 +6,33 @@ holds what the chapter on width x bits proves and measures about that setting:
 
 **Bounds** (every entry of the input in a set ``V`` of ``2**b`` values).
 
-* :func:`book_weights_bound`: under criterion (7) with ``eps2 < 1`` two rows with different
+* :func:`~sattn.book_weights_bound`: under criterion (7) with ``eps2 < 1`` two rows with different
   supports cannot share a query and two columns that some row separates cannot share a key, so
   ``d b >= ceil(log2 L)`` for each half; with the counting bound of :ref:`ch-width-bits`,
   ``d_hid b >= 2 max(ceil(log2 L), ceil(log2 N(L, k) / (2 L)))``.
-* :func:`antichain_length`: on the two's-complement grid of one bit (``{-R, 0}``) the keys of a
+* :func:`~sattn.antichain_length`: on the two's-complement grid of one bit (``{-R, 0}``) the keys of a
   permutation target form an antichain, so ``d >= min{m : C(m, floor(m/2)) >= L}`` (Sperner).
-* :func:`bilinear_min_bits`: for *any* bilinear attention ``G = X W X^T`` every input that lies in
+* :func:`~sattn.bilinear_min_bits`: for *any* bilinear attention ``G = X W X^T`` every input that lies in
   some support is among the first or last ``k`` points on each axis-parallel line (a support is cut
   off by a hyperplane), so ``L <= 2 k 2**(b (d_hid - 1))``: width and bits do not trade freely.
-* :func:`serving_obstruction`: the lemma behind the first bound made executable: for an input with
+* :func:`~sattn.serving_obstruction`: the lemma behind the first bound made executable: for an input with
   a repeated query or key it returns the row where (7) fails.
 
 **Codes** (:class:`CodeInput`: integer matrices ``Q``, ``K`` and a grid).
 
-* :func:`sign_code_input` (``k = 1``): keys the ``m = ceil(log2 L)`` signs of the column's index,
+* :func:`~sattn.sign_code_input` (``k = 1``): keys the ``m = ceil(log2 L)`` signs of the column's index,
   each query the key of its target; one bit per entry on the symmetric grid ``{-R/2, R/2}``;
   ``d_hid b = 2 ceil(log2 L)``, equal to the bound.
-* :func:`constant_weight_input` (``k = 1``): keys the first ``L`` words of weight
+* :func:`~sattn.constant_weight_input` (``k = 1``): keys the first ``L`` words of weight
   ``floor(m/2)``, on the two's-complement grid of one bit; equal to the antichain bound.
-* :func:`cycle_code_input` (``k = 2``): the target's column graph is a union of cycles; each cycle
+* :func:`~sattn.cycle_code_input` (``k = 2``): the target's column graph is a union of cycles; each cycle
   is laid into its own subcube of the sign cube so that the two keys of every row span a subcube
   holding no other key, and the query is their average (values ``-1, 0, 1``: two bits).
-* :func:`hash_code_input` (any ``k``): keys made of ``T`` one-hot blocks (a seeded hash per block),
+* :func:`~sattn.hash_code_input` (any ``k``): keys made of ``T`` one-hot blocks (a seeded hash per block),
   each query the union of its support's keys; blocks are added until every column off a row's
   support misses that union in some block (a cover-free code for this one target), one bit.
 
-**One checker** (:func:`check_code_input`): criteria (6)-(7) in exact integer arithmetic, never
+**One checker** (:func:`~sattn.check_code_input`): criteria (6)-(7) in exact integer arithmetic, never
 an ``L x L`` array: by enumerating the keys nearest each query (codes whose keys take two values,
 ``O(L m)`` per radius) or in row blocks of exact products; the same per-row extremes decide the
 float format (the whole pass with a ``p``-bit significand), with the softmax's division bounded.

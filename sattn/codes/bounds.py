@@ -1,9 +1,9 @@
 """Bounds on width x bits for the book's weights and for any bilinear attention.
 
-Every entry of the input lies in a set ``V`` of ``2**b`` values. :func:`book_weights_bound` (the
-book's weights ``W_Q = [I; 0]``, ``W_K = [0; I]``), :func:`antichain_length` (the one-bit
-two's-complement grid), :func:`bilinear_min_bits` and :func:`bilinear_bound` (any ``G = X W X^T``)
-and :func:`serving_obstruction` (the lemma behind the first bound, executable). Each docstring
+Every entry of the input lies in a set ``V`` of ``2**b`` values. :func:`~sattn.book_weights_bound` (the
+book's weights ``W_Q = [I; 0]``, ``W_K = [0; I]``), :func:`~sattn.antichain_length` (the one-bit
+two's-complement grid), :func:`~sattn.bilinear_min_bits` and :func:`bilinear_bound` (any ``G = X W X^T``)
+and :func:`~sattn.serving_obstruction` (the lemma behind the first bound, executable). Each docstring
 holds its proof; :ref:`ch-width-bits` explains them.
 """
 
@@ -85,7 +85,7 @@ def book_weights_bound(L, k=1) -> int:
     ``(l, j')``. The class holds a target whose ``L`` rows are pairwise different and whose
     ``L`` columns are separated pairwise (cyclic windows, ``k < L``), so ``2**(b d) >= L`` for the
     queries and the keys alike: ``d b >= ceil(log2 L)`` (``d b`` is an integer). The counting
-    bound gives ``2 d b >= c``. :func:`serving_obstruction` makes (i) and (ii) executable.
+    bound gives ``2 d b >= c``. :func:`~sattn.serving_obstruction` makes (i) and (ii) executable.
 
     References
     ----------
@@ -104,7 +104,7 @@ def antichain_length(L) -> int:
     With values ``{-R, 0}`` the logit is ``R**2 |q ∩ k|`` for the sets of positions holding
     ``-R``; if key ``k_a`` is contained in ``k_b`` no query prefers ``a`` strictly, so the keys form
     an antichain of subsets of ``{1..m}``, at most ``C(m, floor(m/2))`` of them (Sperner).
-    :func:`constant_weight_input` meets it.
+    :func:`~sattn.constant_weight_input` meets it.
 
     References
     ----------
@@ -123,21 +123,21 @@ def bilinear_min_bits(L, k, d_hid):
     Parameters
     ----------
     L, k : int
-        As in :func:`book_weights_bound`.
+        As in :func:`~sattn.book_weights_bound`.
     d_hid : int
         Input width, ``>= 1``.
 
     Returns
     -------
     int or None
-        The largest of ``ceil(c / d_hid)`` (counting; ``c`` as in :func:`book_weights_bound`) and
+        The largest of ``ceil(c / d_hid)`` (counting; ``c`` as in :func:`~sattn.book_weights_bound`) and
         the least ``b`` with ``2 k 2**(b (d_hid - 1)) >= L`` (lines); ``None`` when no ``b``
         serves (``d_hid = 1`` and ``L > 2 k``).
 
     Notes
     -----
     Proof of the line part. Take a target of the class whose columns are separated pairwise, so the
-    inputs ``x_j`` are distinct (else (7) fails as in :func:`book_weights_bound`). Under (7) with
+    inputs ``x_j`` are distinct (else (7) fails as in :func:`~sattn.book_weights_bound`). Under (7) with
     ``eps2 < 1`` row ``l``'s support ``S`` is the set of the ``k`` largest values of
     ``j -> <w_l, x_j>`` (``w_l = W^T x_l``), strictly. On a line ``x + t e_i`` that functional is
     monotone or constant in ``t``, so ``S`` meets the line's points in a prefix or a suffix of
@@ -168,7 +168,7 @@ def _line_bits(L, k, d_hid):
 
 
 def bilinear_bound(L, k, *, max_width: int = 4096) -> tuple:
-    """``(d_hid b, d_hid)``: the least product of :func:`bilinear_min_bits` over widths
+    """``(d_hid b, d_hid)``: the least product of :func:`~sattn.bilinear_min_bits` over widths
     ``1 .. max_width`` (the first width reaching it), for any bilinear attention.
 
     References
@@ -211,7 +211,7 @@ def serving_obstruction(Q, K, A):
 
     References
     ----------
-    :ref:`ch-width-bits` (the proof of :func:`book_weights_bound`).
+    :ref:`ch-width-bits` (the proof of :func:`~sattn.book_weights_bound`).
     """
     Q = as_matrix("Q", Q) + 0.0            # + 0.0: -0.0 and 0.0 compare as equal bytes
     K = as_matrix("K", K) + 0.0

@@ -1,6 +1,6 @@
 """One checker for code inputs: criteria (6)-(7) exactly, in a fixed grid and a float format.
 
-:func:`check_code_input` decides (6)-(7) from the integer logits, never forming an ``L x L``
+:func:`~sattn.check_code_input` decides (6)-(7) from the integer logits, never forming an ``L x L``
 array: by enumerating the keys nearest each query, or from exact products in row blocks. The same
 per-row extremes decide the whole pass in a ``p``-bit float format. :ref:`ch-width-bits`.
 """

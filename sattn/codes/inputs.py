@@ -1,8 +1,8 @@
 """Codes that serve a target: inputs ``[Q, K]`` for the book's weights on a grid of ``b`` bits.
 
 :class:`CodeInput` holds integer queries and keys and the grid; the constructions are
-:func:`sign_code_input` and :func:`constant_weight_input` (``k = 1``), :func:`cycle_code_input`
-(``k = 2``) and :func:`hash_code_input` (any ``k``). :ref:`ch-width-bits` explains them.
+:func:`~sattn.sign_code_input` and :func:`~sattn.constant_weight_input` (``k = 1``), :func:`~sattn.cycle_code_input`
+(``k = 2``) and :func:`~sattn.hash_code_input` (any ``k``). :ref:`ch-width-bits` explains them.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def sign_code_input(A) -> CodeInput:
     ``-1`` elsewhere; query ``l`` is the key of row ``l``'s column. The logit is
     ``m - 2 dist`` (Hamming distance), ``m`` on the support and at most ``m - 2`` off it, a gap of
     2 (``>= ln(1/eps2)`` for ``eps2 >= e**-2``). One bit per entry: the symmetric grid
-    ``{-1, +1}`` (``R = 2``); ``d_hid b = 2 ceil(log2 L)``, equal to :func:`book_weights_bound`.
+    ``{-1, +1}`` (``R = 2``); ``d_hid b = 2 ceil(log2 L)``, equal to :func:`~sattn.book_weights_bound`.
 
     Parameters
     ----------
@@ -240,7 +240,7 @@ def cycle_code_input(A) -> CodeInput:
     """``k = 2``: a code on the cycles of the target's column graph; two bits per entry.
 
     Each cycle of :func:`column_cycles` is laid into its own aligned subcube (of dimension about
-    ``log2`` of its length plus 1 or 2, :func:`_cycle_in_cube`; subcubes packed largest first, so
+    ``log2`` of its length plus 1 or 2, traversed as a cycle; subcubes packed largest first, so
     their addresses are prefixes), and column ``j``'s key is the sign vector of its vertex. The
     query of a row with support ``{a, b}`` is ``(k_a + k_b) / 2``: ``+-1`` where the two keys
     agree, 0 where they differ. Its logit is ``z - 2 (disagreements on the agreeing positions)``
