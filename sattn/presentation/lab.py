@@ -94,8 +94,11 @@ def portable_widget_state(nb: dict, views: dict[str, str]) -> dict:
     a view reaches through ``IPY_MODEL_`` references get ids derived from the view's new id and their
     place among the references (breadth first, in sorted key order); the models no view reaches (a
     ``jslink``) get ids derived from their content, with their references already renamed. Every
-    reference is rewritten with the new ids. Applied to a state that is already portable, it
-    changes nothing.
+    reference is rewritten with the new ids. A view whose old id is not in the state but whose new
+    id is keeps the models it reaches under their portable ids: that is the state JupyterLab saves
+    when it does not write the kernel's live models (its default), the one the notebook was opened
+    with. Whole floats become ints (``10.0`` as ``10``), as JavaScript writes them. Applied to a
+    state that is already portable, it changes nothing.
 
     Parameters
     ----------
@@ -116,9 +119,16 @@ def portable_widget_state(nb: dict, views: dict[str, str]) -> dict:
     refs = {old: list(dict.fromkeys(_MODEL_REF.findall(json.dumps(model, sort_keys=True))))
             for old, model in state.items()}
     new: dict[str, str] = {}
-    queue = [old for old in views if old in state]
-    for old in queue:
-        new.setdefault(old, views[old])
+    queue = []
+    for old, view in views.items():
+        if old in state:
+            new.setdefault(old, view)
+            queue.append(old)
+        elif view in state and view not in new:
+            # a state that already has the view under its portable id: JupyterLab (which by
+            # default does not write the live models) passes the stored state on unchanged
+            new[view] = view
+            queue.append(view)
     while queue:
         old = queue.pop(0)
         for k, ref in enumerate(refs[old]):
@@ -137,8 +147,16 @@ def portable_widget_state(nb: dict, views: dict[str, str]) -> dict:
         for sig, old in sorted((renamed(state[old]), old) for old in ready):
             n = seen[sig] = seen.get(sig, -1) + 1
             new[old] = _stable_id(f"{sig}/{n}")
-    blob["state"] = {new[old]: json.loads(renamed(model)) for old, model in state.items()}
+    blob["state"] = {new[old]: json.loads(renamed(model), parse_float=_js_number)
+                     for old, model in state.items()}
     return nb
+
+
+def _js_number(text: str) -> float | int:
+    # a widget state saved by JupyterLab went through JavaScript, which has one number type and
+    # writes 10.0 as 10: a whole float is kept as an int, so kernel and browser write the same bytes
+    value = float(text)
+    return int(value) if value.is_integer() else value
 
 
 def portable_notebook(nb: dict) -> dict:

@@ -32,7 +32,7 @@ def _state(view, child, link):
                                  "model_module_version": "2.0.0", "model_name": name, "state": state}
     return {lab.WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": {
         view: model("VBoxModel", {"children": [f"IPY_MODEL_{child}"]}),
-        child: model("IntSliderModel", {"value": 3}),
+        child: model("IntSliderModel", {"value": 3, "step": 1.0, "max": 2.5}),
         link: model("LinkModel", {"source": [f"IPY_MODEL_{child}", "value"],
                                   "target": [f"IPY_MODEL_{child}", "max"]})}}}
 
@@ -58,6 +58,8 @@ def test_pre_save_hook_makes_a_chapter_portable_and_run_independent():
     view = a["cells"][0]["outputs"][0]["data"][lab.WIDGET_VIEW]["model_id"]
     child = state[view]["state"]["children"][0][len("IPY_MODEL_"):]
     assert state[child]["model_name"] == "IntSliderModel"
+    # numbers as JavaScript writes them (JupyterLab's save): a whole float as an int
+    assert json.dumps(state[child]["state"], sort_keys=True) == '{"max": 2.5, "step": 1, "value": 3}'
     (link,) = set(state) - {view, child}
     assert state[link]["state"]["source"] == [f"IPY_MODEL_{child}", "value"]
     again = json.loads(json.dumps(a))           # a save of the saved notebook changes nothing
@@ -65,6 +67,25 @@ def test_pre_save_hook_makes_a_chapter_portable_and_run_independent():
     assert again == a
     assert "trusted" not in a["cells"][0]["metadata"]      # not signed: reopened, it shows pictures
     assert a["cells"][0]["outputs"][1]["traceback"] == ["File sattn/a.py:3"]
+
+
+def test_a_rerun_saved_with_the_stored_state_keeps_that_state():
+    """JupyterLab does not write the kernel's live models by default: after Run All its save holds
+    new view ids in the outputs and, in the metadata, the state the notebook was opened with.
+    The views are mapped onto that state, which stays as it was."""
+    stored = _chapter("1" * 32, "3" * 32, "5" * 32)
+    lab.portable_notebook(stored)
+    rerun = json.loads(json.dumps(stored))
+    rerun["cells"][0]["outputs"][0]["data"][lab.WIDGET_VIEW]["model_id"] = "9" * 32  # new kernel
+    lab.portable_notebook(rerun)
+    assert rerun == stored
+    # a view that is in neither form gets its portable id; the state is kept, renamed by content
+    other = json.loads(json.dumps(stored))
+    other["cells"][0]["id"] = "new"
+    other["cells"][0]["outputs"][0]["data"][lab.WIDGET_VIEW]["model_id"] = "8" * 32
+    lab.portable_notebook(other)
+    state = other["metadata"]["widgets"][lab.WIDGET_STATE]["state"]
+    assert len(state) == 3 and lab._stable_id("new/0") not in state
 
 
 def test_pre_save_hook_leaves_other_notebooks_alone():
