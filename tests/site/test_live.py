@@ -265,6 +265,9 @@ def _running_live(html_dir, live_args: str = "", nofile: int | None = None):
     """The real ``make live`` on a free port, its stdin a pipe (Enter: a new launch page), in a
     process group of its own (a terminal's); ``nofile``: its limit of open files."""
     def limits():
+        # a terminal's session: SIGHUP ends the run. A test run started under nohup would pass its
+        # ignored SIGHUP on, and make live then rightly outlives its terminal (tools/serve_live.py)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
