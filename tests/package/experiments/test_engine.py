@@ -169,6 +169,7 @@ _BATCH_CASES = [("k2-g2-e7-0.5", 64, (8, 30, 38, 44, 52)),
                 ("k3-g2-e7-0.9", 200, (12, 40, 56, 64, 80))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,L,widths", _BATCH_CASES)
 def test_batched_level_equals_one_by_one(name, L, widths):
     """Batched stage 1 changes no count of a level: first success, stage tallies, rows screened
@@ -187,6 +188,7 @@ def test_batched_level_equals_one_by_one(name, L, widths):
     assert seen == {"stage1 only", "past stage 1", "success", "no success"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("L", [engine_module.BATCH_MAX_L, engine_module.BATCH_MAX_L + 1])
 def test_batching_threshold(L):
     """Automatic batching up to BATCH_MAX_L, one draw at a time above; the same results on both
@@ -332,6 +334,7 @@ def test_float32_stage1_draws_the_float64_draw(name, widths, u, monkeypatch):
 
 @pytest.mark.parametrize("name,widths", [("k2-g2-e7-0.5", (30, 110, 130, 150)),
                                          ("k1-g1-e3-0.5", (24, 70, 84, 100))])
+@pytest.mark.slow
 def test_large_path_decides_like_the_reference(name, widths):
     """At L = FLOAT32_STAGE1_MIN_L + 75 every shortcut of the large-L path is in use: float32
     stage 1, transposed float32 blocks checked on the columns in J first, and, at the smallest

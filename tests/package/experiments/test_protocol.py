@@ -415,6 +415,7 @@ def test_cli_decades_bad_input(argv, msg, capsys, tmp_path):
     assert msg in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", ["k1-g1-e3-0.9", "k2-g2-e7-0.5"])
 def test_coarse_scan_finds_the_d_min_of_the_full_scan(setup):
     """Striding over cold widths (every draw rejected in stage 1) skips only widths far below

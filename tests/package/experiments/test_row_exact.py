@@ -49,6 +49,7 @@ def test_k1_quadrature_matches_adaptive_quadrature_in_p(L, d):
     assert abs(q.fail - ref) <= 1e-8 * ref + abserr + q.err
 
 
+@pytest.mark.slow
 def test_k1_quadrature_matches_plain_monte_carlo_where_it_resolves():
     """At L = 64 a row fails with probability ~0.06: 2^22 exact Beta draws resolve it to 0.2%."""
     L, d = 64, 14

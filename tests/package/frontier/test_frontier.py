@@ -126,6 +126,7 @@ def test_fixed_point_bits_is_a_threshold():
         sattn.fixed_point_bits(res.X, 2, A, 3.0, 0.9)
 
 
+@pytest.mark.slow
 def test_reproduce_quick_resumes(tmp_path):
     cmd = [sys.executable, "-m", "sattn", "reproduce", "width-bits", "--profile", "quick",
            "--out", str(tmp_path), "--no-progress"]
