@@ -111,6 +111,14 @@ def _bits_to_signs(codes: np.ndarray, m: int) -> np.ndarray:
     return (2 * bits - 1).astype(np.int8)
 
 
+def _permutation_target(A) -> tuple:
+    """``(L, cols)`` of a permutation target (one nonzero per row and column); else ValueError."""
+    L, k, cols = target_supports(A)
+    if k != 1 or np.unique(cols[:, 0]).size != L:
+        raise ValueError("A must be a permutation target (one nonzero per row and column)")
+    return L, cols
+
+
 def sign_code_input(A) -> CodeInput:
     """``k = 1``: keys the signs of the column's index, each query the key of its target.
 
@@ -133,9 +141,7 @@ def sign_code_input(A) -> CodeInput:
     ----------
     :ref:`ch-width-bits`.
     """
-    L, k, cols = target_supports(A)
-    if k != 1 or np.unique(cols[:, 0]).size != L:
-        raise ValueError("A must be a permutation target (one nonzero per row and column)")
+    L, cols = _permutation_target(A)
     m = max(1, ceil_log2(L))
     K = _bits_to_signs(np.arange(L, dtype=np.int64), m)
     return CodeInput("sign code", K[cols[:, 0]], K, 1.0, "symmetric", 1, {"m": m})
@@ -153,9 +159,7 @@ def constant_weight_input(A) -> CodeInput:
     ----------
     :ref:`ch-width-bits`.
     """
-    L, k, cols = target_supports(A)
-    if k != 1 or np.unique(cols[:, 0]).size != L:
-        raise ValueError("A must be a permutation target (one nonzero per row and column)")
+    L, cols = _permutation_target(A)
     m = antichain_length(L)
     w = m // 2
     sets = np.fromiter(itertools.chain.from_iterable(
