@@ -46,8 +46,8 @@ EXPERIMENTS = (*FIGURES, "acceptance", "width-bits", "width-codes")
 #: experiment honours; giving any other one is an error, raised before any work.
 _GRID = ("setups", "lengths", "jobs", "scheduler", "workers")
 OPTIONS = {"fig3": _GRID, "fig4": _GRID, "decades": (*_GRID, "budget"), "fig5": (),
-           "acceptance": ("setups", "lengths", "jobs", "no_compute"), "width-bits": (),
-           "width-codes": ()}
+           "acceptance": ("setups", "lengths", "jobs", "no_compute"), "width-bits": ("jobs",),
+           "width-codes": ("jobs",)}
 #: The profiles of each experiment (``--profile``).
 EXPERIMENT_PROFILES = {**{f: tuple(PROFILES) for f in FIGURES}, "acceptance": tuple(PROFILES),
                        "width-bits": ("quick", "paper"),
@@ -73,13 +73,13 @@ def _reproduce(args) -> int:
     check_options(args)
     jobs = 1 if args.jobs is None else args.jobs
     if args.figure == "width-bits":
-        man = reproduce_width_bits(profile=args.profile, out=args.out,
+        man = reproduce_width_bits(profile=args.profile, out=args.out, jobs=jobs,
                                    progress=not args.no_progress)
         print(f"width-bits ({man['profile']}): {len(man['computed'])} tasks computed, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
         return 0
     if args.figure == "width-codes":
-        man = reproduce_width_codes(profile=args.profile, out=args.out,
+        man = reproduce_width_codes(profile=args.profile, out=args.out, jobs=jobs,
                                     progress=not args.no_progress)
         print(f"width-codes ({man['profile']}): {len(man['computed'])} tasks computed, "
               f"{len(man['reused'])} reused, {man['wall_seconds_this_run']:.1f} s wall")
@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lengths", nargs="+", default=None, type=int,
                    help="strictly increasing sequence lengths L")
     r.add_argument("--jobs", type=int, default=None,
-                   help="parallel workers (-1: all cores; default 1); not for width-bits")
+                   help="parallel workers (-1: all cores; default 1)")
     r.add_argument("--scheduler", default=None, metavar="local|ADDRESS",
                    help="run the tasks on a Dask cluster: 'local' starts one on 127.0.0.1 for this "
                         "run, an address (tcp://host:port) joins a running one; this process "

@@ -18,7 +18,8 @@ The tolerances depend on ``k`` (``TOLERANCES``: the book's setups with equal non
 eps1 = 3 for k = 1 and 2, eps1 = 7 for k = 4, always eps2 = 0.9).
 
 The constructions: Algorithm 1 (SVD-free form) at ``d_50``, the width where half the draws pass
-(estimated by a seeded bisection on the fast engine's acceptance rate); the moment curve
+(for ``k = 1`` and ``4`` the registered ``d_50`` of :ref:`ch-log-law`, rounded up, where its curves
+exist; otherwise a seeded bisection on the fast engine's acceptance rate); the moment curve
 (``d = 2k + 1``); the optimizer of :ref:`ch-beyond` at the smallest width it reaches. Where one does
 not run (the moment curve fails in float64, a size too costly), its row says why.
 
@@ -38,15 +39,19 @@ import numpy as np
 import scipy.sparse as sps
 
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
+from .experiments.acceptance.analysis import analyse_setting, curves_by_setting
+from .experiments.acceptance.design import load_acceptance
 from .experiments.engine import FastEngine
-from .runs.runner import run_tasks
-from .runs.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
+from .runs.runner import run_in_store
+from .runs.store import OutputLock, StoreError, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
-from .patterns.construction import Approximation, exact_product_rows, fixed_weights
-from .patterns.criteria import ApproximationReport, check_rows, merge_reports, validate_tolerances
+from .patterns.construction import exact_product_rows
+from .patterns.criteria import (ApproximationReport, check_rows, check_weight_extremes,
+                                merge_reports, validate_tolerances)
 from .patterns.optimize import moment_curve_logits, optimize_logits
-from .patterns.supports import regular_pattern, width_bits_lower_bound
-from .precision import algorithm1_precision
+from .patterns.supports import regular_pattern, target_supports, width_bits_lower_bound
+from .precision.formats import FormatArithmetic
+from .precision.forward import softmax_extremes_in
 from .rounding import product_error_bound
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
@@ -54,16 +59,16 @@ __flat__ = ["fixed_point_bits", "float_format_bits", "load_width_bits", "round_f
 # The module's public names: the flat ones, then those that stay in this module.
 __all__ = [
     *__flat__,
-    "CONSTRUCTIONS", "FRONTIER_COLUMNS", "acceptance_rate", "check_input", "estimate_d50",
-    "grid_scale", "reproduce_width_bits",
+    "CONSTRUCTIONS", "FLOAT_CHECK", "FRONTIER_COLUMNS", "LOG_LAW_SETUPS", "acceptance_rate",
+    "check_input", "estimate_d50", "grid_scale", "log_law_d50", "reproduce_width_bits",
     "FrontierTask", "frontier_tasks", "run_frontier_task",
 ]
 
 #: The constructions of the frontier, in the order of the CSV.
 CONSTRUCTIONS = ("algorithm1", "moment-curve", "optimizer")
 #: Columns of ``width_bits.csv``.
-FRONTIER_COLUMNS = ("construction", "L", "k", "d", "d_hid", "format", "bits", "exponent_bits",
-                    "bound", "ratio", "seconds", "reason")
+FRONTIER_COLUMNS = ("construction", "L", "k", "d", "d_bisection", "d_hid", "format", "bits",
+                    "exponent_bits", "bound", "ratio", "seconds", "reason")
 #: Tolerances ``(eps1, eps2)`` per ``k``: the book's setups with equal nonzeros (gamma = 1) of
 #: :ref:`ch-experiments`, the loosest for each ``k``: k1-g1-e3-0.9, k2-g1-e3-0.9, k4-g1-e7-0.9 (the
 #: book has no k = 4 setup with eps1 = 3). The bound does not depend on them (its lemma uses (7)
@@ -82,36 +87,50 @@ def _limits(per_k):
 
 
 #: Profiles: lengths, and per ``k`` the largest length each construction (and the float format)
-#: runs at; larger lengths get a row with the reason.
+#: runs at; larger lengths get a row with the reason. The float format's limit binds Algorithm 1
+#: and the moment curve (the optimizer stops earlier).
 PROFILES = {
     #                    k: algorithm1, moment-curve, optimizer, float
     "quick": {"lengths": (64, 128, 256), "k": (1, 2, 4),
               "limits": _limits({1: (256, 256, 128, 256), 2: (256, 256, 64, 256),
                                  4: (256, 256, 64, 256)})},
     "paper": {"lengths": tuple(2 ** p for p in range(6, 16)), "k": (1, 2, 4),
-              "limits": _limits({1: (16384, 4096, 2048, 2048), 2: (8192, 4096, 512, 2048),
-                                 4: (8192, 4096, 512, 2048)})},
+              "limits": _limits({1: (16384, 4096, 2048, 16384), 2: (8192, 4096, 512, 8192),
+                                 4: (8192, 4096, 512, 8192)})},
 }
+#: The setups of :ref:`ch-log-law` whose tolerances and weights are those of a ``k`` here: where
+#: their acceptance curves exist, Algorithm 1 is measured at their registered ``d_50`` (rounded
+#: up); elsewhere (``k = 2``, whose setups there have other tolerances) at the coarse bisection
+#: of :func:`estimate_d50`.
+LOG_LAW_SETUPS = {1: "k1-g1-e3-0.9", 4: "k4-g1-e7-0.9"}
+#: How the float format is decided (in the parameters of every task that measures it): the pass
+#: in row blocks, each row decided exactly from its extreme weights.
+FLOAT_CHECK = "row blocks, exact verdict per row"
 
 _DESCRIPTION = (
     "Width x bits frontier: for a target with exactly k equal nonzeros in every row and column "
     "(sattn.regular_pattern with structure='random': k random permutations that differ in every "
     "row; for k = 1 a uniformly random permutation), the fewest bits per input entry with which "
-    "each construction still meets (6)-(7): Algorithm 1 at d_50, the moment curve "
+    "each construction still meets (6)-(7): Algorithm 1 at d_50 (k = 1 and 4: the registered "
+    "d_50 of the acceptance experiment for k1-g1-e3-0.9 and k4-g1-e7-0.9, rounded up, where its "
+    "curves exist; k = 2: a bisection on 8 seeded draws per width), the moment curve "
     "(d = 2k + 1), the optimizer at the smallest d <= 2k + 1 it reaches; fixed-point input "
-    "(weights exact) and the whole pass in a "
-    "float format. L = {lengths}; k = {ks}. Tolerances per k are the book's gamma = 1 setups: "
+    "(weights exact) and the whole pass in a float format (in row blocks, each row decided "
+    "exactly from its extreme weights). L = {lengths}; k = {ks}. Tolerances per k are the "
+    "book's gamma = 1 setups: "
     "k = 1 and 2 eps1 = 3, eps2 = 0.9 (k1-g1-e3-0.9, k2-g1-e3-0.9); k = 4 eps1 = 7, eps2 = 0.9 "
     "(k4-g1-e7-0.9, the book's only k = 4 setup with equal nonzeros). The bound log2 N(L, k) / L "
     "does not depend on them. 'limits' gives the largest L each construction (and the float "
-    "format) runs at per k; beyond it a row states the reason.")
+    "format) runs at per k; beyond it a row states the reason. d_bisection: for Algorithm 1, the "
+    "d_50 of the bisection on 8 seeded draws per width, beside the width d used.")
 _REASONS = {
     "algorithm1": "not run: each check costs O(L^2 d) float64 operations (about 1e11 at "
                   "L = 32768) and the bisections need about ten; beyond the profile's budget",
     "moment-curve": "not run: beyond the profile's limit (its fixed-point input already fails at "
                     "smaller L)",
     "optimizer": "not run: L-BFGS over all L^2 constraints is beyond the profile's budget",
-    "float": "not run: the forward pass in a format forms dense L x L arrays",
+    "float": "not run: the pass in a float format costs O(L^2 d) emulated operations per "
+             "significand tried (about 1e11 at L = 32768); beyond the profile's budget",
 }
 
 
@@ -257,19 +276,41 @@ def _exponent_bits(X, p):
     return max(1, math.ceil(math.log2(span + 1)))
 
 
-def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
+def _float_pass_ok(X, d, cols, p, eps1, eps2, block_rows) -> bool:
+    """Whether the whole pass with a ``p``-bit significand meets (6)-(7) in every row, computed
+    in row blocks: ``X`` rounded, the logits ``Q K^T`` as products of the format (the book's
+    weights select ``Q`` and ``K`` exactly), the softmax of each block
+    (:func:`~sattn.precision.forward.softmax_extremes_in`), each row decided exactly from its
+    extreme weights (:func:`~sattn.patterns.criteria.check_weight_extremes`). Row for row the same
+    numbers as :func:`sattn.attention_matrix_in`, without an ``L x L`` array."""
+    ar = FormatArithmetic(p)
+    Xr = ar.r(X)
+    Q, Kt = Xr[:, :d], np.ascontiguousarray(Xr[:, d:].T)
+    for s in range(0, X.shape[0], block_rows):
+        rows = slice(s, min(s + block_rows, X.shape[0]))
+        ext = softmax_extremes_in(ar.matmul(Q[rows], Kt), cols[rows], p)
+        if not check_weight_extremes(*ext, eps1, eps2).all():
+            return False
+    return True
+
+
+def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53, block_rows=None):
     """Fewest bits ``1 + e + (p - 1)`` of a float format in which the whole pass meets (6)-(7).
 
-    The forward pass runs with a ``p``-bit significand (:func:`sattn.attention_matrix_in`);
-    ``p`` is found by bisection; ``e`` exponent bits cover the binades of ``X`` (a named format
-    with fewer exponent bits would flush or overflow some entries).
+    The forward pass runs with a ``p``-bit significand, row block by row block (the numbers of
+    :func:`sattn.attention_matrix_in`; no ``L x L`` array); each row is decided exactly from its
+    extreme weights. ``p`` is found by bisection; ``e`` exponent bits cover the binades of ``X``
+    (a named format with fewer exponent bits would flush or overflow some entries).
 
     Parameters
     ----------
     X, d, A, eps1, eps2
-        As in :func:`fixed_point_bits` (``A`` is made dense: small ``L`` only).
+        As in :func:`fixed_point_bits`; ``A`` has ``k`` equal nonzeros in every row (the class of
+        the frontier).
     high : int, default 53
         Largest significand searched, ``2 <= high <= 53``.
+    block_rows : int, optional
+        Rows per block (default: blocks of about 2**22 entries).
 
     Returns
     -------
@@ -285,13 +326,12 @@ def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53):
     X = as_matrix("X", X)
     d = check_int("d", d, low=1)
     check_input(X, d, A, eps1, eps2)          # validates X, d and A before any search
-    A = A.toarray() if sps.issparse(A) else as_matrix("A", A, square=True)
-    W_Q, W_K = fixed_weights(d)
-    approx = Approximation(X=X, W_Q=W_Q, W_K=W_K, draws=1, report=None, B=None, d=d, eps1=eps1,
-                           eps2=eps2, causal=False, method="given")
+    L, _, cols = target_supports(A)
+    block_rows = (max(1, (1 << 22) // L) if block_rows is None
+                  else check_int("block_rows", block_rows, low=1))
 
     def ok(p):
-        return algorithm1_precision(approx, A, p, mode="forward").ok
+        return _float_pass_ok(X, d, cols, p, eps1, eps2, block_rows)
     if not ok(high):
         return None, None, None
     p = _bisect_bits(ok, 2, high)[0]
@@ -331,6 +371,28 @@ def estimate_d50(engine: FastEngine, key, *, n_draws: int = 8, low: int = 2, hig
     return d, rates
 
 
+def log_law_d50(k, data_dir="data") -> dict:
+    """``{L: d_50}`` of :ref:`ch-log-law` for the setup of ``k`` (:data:`LOG_LAW_SETUPS`): the
+    registered series (mean over the three targets of each length's probit ``d_50``,
+    :func:`~sattn.experiments.acceptance.analysis.analyse_setting`), at the lengths where all
+    three curves exist; ``{}`` for a ``k`` without such a setup.
+
+    Raises
+    ------
+    StoreError
+        If ``<data_dir>/acceptance.csv`` or its manifest is missing.
+    """
+    k = check_int("k", k, low=1)
+    if k not in LOG_LAW_SETUPS:
+        return {}
+    curves = curves_by_setting(load_acceptance(data_dir)).get(LOG_LAW_SETUPS[k], {})
+    by_L = {L: c for L, c in curves.items() if len(c) == 3}
+    if not by_L:
+        return {}
+    Ls, y, _ = analyse_setting(by_L, quantile=0.5)[:3]
+    return {int(L): float(v) for L, v in zip(Ls, y)}
+
+
 def _algorithm1_input(A, eps1, eps2, d, key, max_draws=64):
     """An accepted draw of Algorithm 1 at width ``d``, SVD-free form: ``X = sqrt(L/d) [B Y, Y]``
     with ``Y`` the orthonormal factor of the engine's Gaussian draw (so ``Q K^T = (L/d) B Y Y^T``)."""
@@ -360,6 +422,9 @@ class FrontierTask:
     L: int
     k: int
     profile: str
+    #: Algorithm 1's width: the ceiling of :func:`log_law_d50` where it exists (else ``None``:
+    #: the bisection of :func:`estimate_d50`).
+    d_log_law: int | None = None
 
     @property
     def task_id(self) -> str:
@@ -377,8 +442,12 @@ class FrontierTask:
 
     def params(self) -> dict:
         eps1, eps2 = self.eps
-        return {"construction": self.construction, "L": self.L, "k": self.k, "eps1": eps1,
-                "eps2": eps2, "root_seed": ROOT_SEED, "limits": self.limits}
+        out = {"construction": self.construction, "L": self.L, "k": self.k, "eps1": eps1,
+               "eps2": eps2, "root_seed": ROOT_SEED, "limits": self.limits,
+               "float_check": FLOAT_CHECK}
+        if self.construction == "algorithm1":
+            out["d_log_law"] = self.d_log_law
+        return out
 
 
 def _row(task, d, fmt, bits, e, bound, seconds, reason):
@@ -404,13 +473,18 @@ def run_frontier_task(task: FrontierTask) -> dict:
     extra: dict = {}
     if task.construction == "algorithm1":
         eng = FastEngine(A, eps1, eps2)
-        try:
-            d, rates = estimate_d50(eng, key, high=min(L // 2, 400))
+        try:                               # the coarse bisection, also where the chapter's d_50 is
+            d, rates = estimate_d50(eng, key, high=min(L // 2, 400))   # used (for comparison)
         except ValueError as exc:
-            return {"params": task.params(), "rows": [
-                _row(task, None, f, None, None, bound, time.perf_counter() - t0, str(exc))
-                for f in ("fixed", "float")], "extra": {}}
+            if task.d_log_law is None:
+                return {"params": task.params(), "rows": [
+                    _row(task, None, f, None, None, bound, time.perf_counter() - t0, str(exc))
+                    for f in ("fixed", "float")], "extra": {}}
+            d, rates = None, {}
         extra["rates"] = {str(w): r for w, r in sorted(rates.items())}
+        extra["d_bisection"] = d
+        if task.d_log_law is not None:
+            d = task.d_log_law
         X, extra["draws"] = _algorithm1_input(A, eps1, eps2, d, key)
     else:
         Ad = A.toarray()
@@ -457,16 +531,29 @@ def run_frontier_task(task: FrontierTask) -> dict:
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
-def frontier_tasks(profile: str = "quick") -> list:
-    """The tasks of a profile (``"quick"`` or ``"paper"``), cheapest first."""
+def _task_cost(task: FrontierTask) -> float:
+    """A rough relative cost, so that parallel workers start the longest tasks first: the
+    optimizer's L-BFGS over ``L**2`` constraints grows like ``L**3``, the checks like
+    ``L**2 k``; a task beyond its limit costs nothing."""
+    if task.L > task.limits[task.construction]:
+        return 0.0
+    return float(task.L) ** 3 if task.construction == "optimizer" else float(task.L) ** 2 * task.k
+
+
+def frontier_tasks(profile: str = "quick", data_dir="data") -> list:
+    """The tasks of a profile (``"quick"`` or ``"paper"``), cheapest first; Algorithm 1's widths
+    from the acceptance curves in ``data_dir`` (:func:`log_law_d50`)."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
     prof = PROFILES[profile]
-    return [FrontierTask(c, L, k, profile) for k in prof["k"] for L in prof["lengths"]
-            for c in CONSTRUCTIONS]
+    widths = {k: log_law_d50(k, data_dir) for k in prof["k"]}
+    return [FrontierTask(c, L, k, profile,
+                         math.ceil(widths[k][L]) if c == "algorithm1" and L in widths[k] else None)
+            for k in prof["k"] for L in prof["lengths"] for c in CONSTRUCTIONS]
 
 
-def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = True) -> dict:
+def reproduce_width_bits(*, profile: str = "quick", out=None, jobs: int = 1, data_dir="data",
+                         progress: bool = True) -> dict:
     """Compute (or resume) ``<out>/width_bits.csv`` and its manifest.
 
     Parameters
@@ -476,6 +563,10 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
         both for k = 1, 2 and 4, with the tolerances of ``TOLERANCES``.
     out : path, optional
         Output folder (default ``data`` or ``data/quick``).
+    jobs : int, default 1
+        Local workers (-1: one per core); the results do not depend on it.
+    data_dir : path, default "data"
+        Where the acceptance curves of :ref:`ch-log-law` are read (Algorithm 1's widths).
     progress : bool, default True
         Show a progress bar (tasks done, reused ones included).
 
@@ -489,21 +580,22 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
     :ref:`ch-width-bits`.
     """
     check_bool("progress", progress)
-    tasks = frontier_tasks(profile)
+    jobs = check_int("jobs", jobs, low=-1)
+    tasks = frontier_tasks(profile, data_dir)
     out = Path(out) if out is not None else Path("data" if profile == "paper" else "data/quick")
     t0 = time.perf_counter()
     with OutputLock(out) as lock:
-        store = TaskStore(out / "tasks" / "width_bits")
-        store.root.mkdir(parents=True, exist_ok=True)
-        store.clean_temporaries(lock)
-        run = run_tasks(tasks, run_frontier_task, store, lock, desc=f"width-bits ({profile})",
-                        progress=progress)
+        run = run_in_store(tasks, run_frontier_task, out, "width_bits", lock,
+                           desc=f"width-bits ({profile})", jobs=jobs, progress=progress,
+                           cost=_task_cost)
         rows, task_seconds = [], 0.0
         for task in tasks:                    # the CSV in task order, however the tasks arrived
             payload = run.payloads[task.task_id]
             # a task that stopped early records its time in its rows only
             task_seconds += float(payload.get("seconds") or max(r[10] for r in payload["rows"]))
-            rows.extend(payload["rows"])
+            # Algorithm 1: the coarse bisection's d_50 beside the width used
+            d_bis = payload["extra"].get("d_bisection")
+            rows.extend(r[:4] + [d_bis] + r[4:] for r in payload["rows"])
         computed, reused = run.computed, run.reused
         write_csv(out / "width_bits.csv", FRONTIER_COLUMNS,
                    [["" if v is None else v for v in r] for r in rows])
@@ -518,6 +610,8 @@ def reproduce_width_bits(*, profile: str = "quick", out=None, progress: bool = T
                "tolerances": {str(k): list(TOLERANCES[k]) for k in PROFILES[profile]["k"]},
                "limits": {str(k): PROFILES[profile]["limits"][k] for k in PROFILES[profile]["k"]},
                "root_seed": ROOT_SEED, "columns": list(FRONTIER_COLUMNS),
+               "log_law_setups": {str(k): s for k, s in LOG_LAW_SETUPS.items()},
+               "float_check": FLOAT_CHECK,
                "versions": versions()}
         return write_manifest(out / "width_bits_manifest.json", man)
 
@@ -550,7 +644,7 @@ def load_width_bits(data_dir="data"):
         for c, v in zip(cols, vals):
             if v == "":
                 rec[c] = None
-            elif c in ("L", "k", "d", "d_hid", "bits", "exponent_bits"):
+            elif c in ("L", "k", "d", "d_bisection", "d_hid", "bits", "exponent_bits"):
                 rec[c] = int(v)
             elif c in ("bound", "ratio", "seconds"):
                 rec[c] = float(v)

@@ -15,47 +15,17 @@ import numpy as np
 import scipy.sparse as sps
 
 from .._validate import as_matrix, check_int
-from ..patterns.supports import width_bits_lower_bound
+from ..patterns.supports import target_supports, width_bits_lower_bound
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["antichain_length", "bilinear_bound", "bilinear_min_bits", "book_weights_bound",
             "serving_obstruction"]
-__all__ = [*__flat__, "ceil_log2", "target_supports"]
+__all__ = [*__flat__, "ceil_log2"]
 
 
 def ceil_log2(n: int) -> int:
     """``ceil(log2 n)`` for an integer ``n >= 1``, exactly."""
     return (int(n) - 1).bit_length()
-
-
-def target_supports(A):
-    """``(L, k, cols)`` of a target of the width x bits class: ``cols[l]`` the support of row
-    ``l`` (sorted), every row of the same size ``k`` with equal positive values.
-
-    ``A`` is a square array or scipy.sparse matrix (explicit zeros are not on the support).
-    Raises ``TypeError``/``ValueError`` naming ``A`` otherwise.
-    """
-    if sps.issparse(A):
-        A = sps.csr_array(A, dtype=np.float64)
-        if A.shape[0] != A.shape[1] or 0 in A.shape:
-            raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")
-        if not np.isfinite(A.data).all():
-            raise ValueError("A must contain only finite numbers")
-    else:
-        A = sps.csr_array(as_matrix("A", A, square=True))
-    A.eliminate_zeros()
-    A.sort_indices()
-    L = A.shape[0]
-    sizes = np.diff(A.indptr)
-    if L < 2 or sizes.min() != sizes.max() or sizes[0] < 1:
-        raise ValueError("A must have the same number k >= 1 of nonzeros in every row "
-                         f"(L >= 2), got L = {L} and row sizes {sizes.min()}..{sizes.max()}")
-    k = int(sizes[0])
-    vals = A.data.reshape(L, k)
-    if (vals <= 0).any() or (vals != vals[:, :1]).any():
-        raise ValueError("A must have positive nonzeros, equal within each row (the class of the "
-                         "width x bits bound)")
-    return L, k, A.indices.reshape(L, k).astype(np.int64)
 
 
 def book_weights_bound(L, k=1) -> int:

@@ -17,14 +17,16 @@ import numpy as np
 
 from .._validate import check_bool
 from ..results import Result
-from ..patterns.criteria import validate_tolerances
+from ..patterns.criteria import check_weight_extremes, validate_tolerances
 from ..precision.formats import FormatArithmetic
-from .bounds import target_supports
+from ..precision.forward import softmax_extremes_in
+from ..patterns.supports import target_supports
 from .inputs import CodeInput
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["CodeReport", "check_code_input"]
-__all__ = [*__flat__, "MAX_CANDIDATES", "MAX_ENUM_BITS", "MAX_FREE"]
+__all__ = [*__flat__, "MAX_CANDIDATE_P", "MAX_CANDIDATES", "MAX_ENUM_BITS", "MAX_FREE",
+           "MAX_SUM_ENTRIES"]
 
 #: Largest key length (bits) of the enumerating checker (keys are held as 64-bit integers).
 MAX_ENUM_BITS = 62
@@ -50,7 +52,11 @@ class CodeReport(Result):
         ``ln(1 + eps1) - unit**2 spread`` and ``ln(eps2) - unit**2 gap``.
     float_p : int or None
         Least significand ``p`` (2..24) with which the whole pass in a ``p``-bit format meets
-        (6)-(7), decided from the same extremes (``None`` if not asked or none passes).
+        (6)-(7), decided from the same extremes, and a row they leave open from its whole softmax
+        in the format (``None`` if not asked or none passes).
+    float_open : tuple of int
+        Significands below ``float_p`` that stayed undecided (the open rows held more than
+        ``MAX_SUM_ENTRIES`` logits) and were counted as failing; empty when every one was decided.
     float_bits, exponent_bits : int or None
         ``1 + e + (p - 1)``, and ``e``.
     method : str
@@ -67,6 +73,7 @@ class CodeReport(Result):
     margin6: float
     margin7: float
     float_p: int | None
+    float_open: tuple
     float_bits: int | None
     exponent_bits: int | None
     method: str
@@ -231,11 +238,35 @@ def _exponent_bits(values) -> int:
     return max(1, math.ceil(math.log2(span + 1)))
 
 
-def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2):
+def _row_logits(code: CodeInput, rows) -> np.ndarray:
+    """The integer logits ``Q[rows] K^T`` of ``code``, exactly (float32 products of small integers
+    when every partial sum stays below 2**24, int64 otherwise), as float64."""
+    amax = int(np.abs(code.Q).max(initial=0)) * int(np.abs(code.K).max(initial=0))
+    if amax * code.d < 2 ** 24:
+        return (code.Q[rows].astype(np.float32) @ code.K.T.astype(np.float32)).astype(np.float64)
+    return (code.Q[rows].astype(np.int64) @ code.K.T.astype(np.int64)).astype(np.float64)
+
+
+#: Most logits (rows x L) that :func:`_float_pass` computes to settle rows the extremes leave open.
+MAX_SUM_ENTRIES = 1 << 31
+#: Largest significand for which :func:`_float_pass` tries every possible row sum (``2**(p-1)`` of
+#: them) before it sums a row.
+MAX_CANDIDATE_P = 12
+
+
+def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2, *, code=None, cols=None):
     """Whether the whole pass in a ``p``-bit format meets (6)-(7) in every row, from the rows'
     extreme logits: rounding is monotone, so the extremes of ``M`` sit at the extreme logits;
     the row sum ``S`` enters only through ``r(E / S)``, within a factor ``(1 +- 2**-p)``, and a row
-    is accepted only if it passes for every such factor (``None``: undecided without ``S``)."""
+    is accepted only if it passes for every such factor. A row this leaves open is tried with
+    every possible sum (``S`` is a value of the format, and a power of two cancels, so its
+    ``2**(p-1)`` significands are all the cases): it passes if it passes for each and fails if it
+    fails for each. A row still open is settled
+    exactly when ``code`` and ``cols`` are given: its whole softmax is computed in the format
+    (:func:`~sattn.precision.forward.softmax_extremes_in`, the row sum in index order) and decided
+    from its extreme weights (:func:`~sattn.patterns.criteria.check_weight_extremes`). Returns
+    ``None`` (undecided) only without them, or when the open rows hold more than
+    ``MAX_SUM_ENTRIES`` logits."""
     ar = FormatArithmetic(p)
     u = 2.0 ** -p
     G = ar.r(np.stack([on_min, on_max, off_max]).astype(np.float64) * unit ** 2)
@@ -254,7 +285,29 @@ def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2):
         return True
     if fail.any():
         return False
-    return None
+    open_rows = np.flatnonzero(~sure)
+    if p <= MAX_CANDIDATE_P:
+        # S itself is a value of the format, and only its significand matters: a power of two
+        # scales both r(E/S) alike. Try every p-bit significand in [1, 2) for the open rows.
+        ext = np.stack([E[0, open_rows], E[1, open_rows],
+                        np.where(has_off[open_rows], E[2, open_rows], 0.0)])
+        passes = np.stack([check_weight_extremes(*ar.div(ext, 1.0 + i * 2.0 ** (1 - p)), eps1, eps2)
+                           for i in range(2 ** (p - 1))], axis=1)
+        if not passes.any(axis=1).all():         # a row that fails whatever its sum
+            return False
+        open_rows = open_rows[~passes.all(axis=1)]
+        if open_rows.size == 0:
+            return True
+    L = on_min.size
+    if code is None or cols is None or open_rows.size * L > MAX_SUM_ENTRIES:
+        return None
+    block = max(1, (1 << 22) // L)
+    for s in range(0, open_rows.size, block):
+        rows = open_rows[s:s + block]
+        logits = ar.r(_row_logits(code, rows) * unit ** 2)
+        if not check_weight_extremes(*softmax_extremes_in(logits, cols[rows], p), eps1, eps2).all():
+            return False
+    return True
 
 
 def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
@@ -323,15 +376,20 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
         m7 = mpmath.log(mpmath.mpf(eps2)) - u2 * gap
         ok = bool(m6 >= 0 and m7 >= 0)
     p = fb = e = None
+    undecided = []
     if float_format and ok:
         for pp in range(2, 25):
-            if _float_pass(on_min, on_max, off_max, code.unit, pp, eps1, eps2):
+            verdict = _float_pass(on_min, on_max, off_max, code.unit, pp, eps1, eps2, code=code,
+                                  cols=cols)
+            if verdict:
                 p = pp
                 break
+            if verdict is None:
+                undecided.append(pp)
         if p is not None:
             e = _exponent_bits(np.concatenate([np.unique(code.Q), np.unique(code.K)]) * code.unit)
             fb = 1 + e + (p - 1)
     return CodeReport(ok=ok, eps1=eps1, eps2=eps2, spread=spread, gap=gap, margin6=float(m6),
-                      margin7=float(m7), float_p=p,
+                      margin7=float(m7), float_p=p, float_open=tuple(undecided),
                       float_bits=fb, exponent_bits=e, method=used, rows_checked=L,
                       seconds=round(time.perf_counter() - t0, 3))

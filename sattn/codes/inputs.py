@@ -16,7 +16,8 @@ import numpy as np
 
 from .._validate import check_int
 from ..results import Result
-from .bounds import antichain_length, ceil_log2, target_supports
+from ..patterns.supports import target_supports
+from .bounds import antichain_length, ceil_log2
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["CodeInput", "column_cycles", "constant_weight_input", "cycle_code_input",

@@ -14,18 +14,19 @@ import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validate import check_bool
+from .._validate import check_bool, check_int
 from ..patterns.supports import regular_pattern, width_bits_lower_bound
 from ..experiments.target import draw_generator
-from ..runs.runner import run_tasks
-from ..runs.store import OutputLock, StoreError, TaskStore, versions, write_csv, write_manifest
+from ..runs.runner import run_in_store
+from ..runs.store import OutputLock, StoreError, versions, write_csv, write_manifest
 from .bounds import book_weights_bound
 from .inputs import constant_weight_input, cycle_code_input, hash_code_input, sign_code_input
 from .checker import check_code_input
 
 # The flat API (``sattn.<name>``): what chapters and readers call (the rule: :mod:`sattn`).
 __flat__ = ["load_width_codes"]
-__all__ = [*__flat__, "CODES", "CODE_COLUMNS", "CODE_PROFILES", "CODE_TOLERANCES", "CodeTask", "HASH_BLOCKS",
+__all__ = [*__flat__, "CODES", "CODE_COLUMNS", "CODE_PROFILES", "CODE_TOLERANCES", "CodeTask", "FLOAT_CHECK",
+           "HASH_BLOCKS",
            "code_tasks", "reproduce_width_codes", "run_code_task"]
 
 
@@ -41,6 +42,10 @@ HASH_BLOCKS = "random blocks until about L pairs are left, then coloured blocks"
 #: Tolerances per ``k`` (those of :mod:`sattn.frontier`: the book's gamma = 1 setups).
 CODE_TOLERANCES = {1: (3.0, 0.9), 2: (3.0, 0.9), 4: (7.0, 0.9)}
 CODE_SEED = 20260
+#: How the float format is decided (in the task parameters, so that a store made by an earlier
+#: checker is not reused): rows settled from their extremes and every possible row sum, rows still
+#: open from their whole softmax.
+FLOAT_CHECK = "extremes, every possible sum, open rows summed exactly"
 #: Profiles: lengths, and the largest length of the hash code per ``k`` (its construction and its
 #: check take ``O(L**2 T)`` operations; the other codes are checked by enumeration, ``O(L d**2)``).
 CODE_PROFILES = {
@@ -76,10 +81,19 @@ class CodeTask:
         eps1, eps2 = CODE_TOLERANCES[self.k]
         out = {"code": self.code, "L": self.L, "k": self.k, "eps1": eps1, "eps2": eps2,
                "root_seed": CODE_SEED,
-               "hash_limit": CODE_PROFILES[self.profile]["hash_limit"][self.k]}
+               "hash_limit": CODE_PROFILES[self.profile]["hash_limit"][self.k],
+               "float_check": FLOAT_CHECK}
         if self.code == "hash":
             out["hash_blocks"] = HASH_BLOCKS
         return out
+
+
+def _open_reason(float_open) -> str:
+    """The CSV's note on significands the float check could not settle (empty when none)."""
+    if not float_open:
+        return ""
+    return (f"float significands {' '.join(map(str, float_open))} left undecided (too many open "
+            "rows to sum exactly) and counted as failing")
 
 
 def run_code_task(task: CodeTask) -> dict:
@@ -98,7 +112,8 @@ def run_code_task(task: CodeTask) -> dict:
         return [task.code, L, k, code.d, code.d_hid, code.grid, code.bits, code.product, bb,
                 round(code.product / bb, 4), cb, rep.float_p, fp,
                 None if fp is None else code.d_hid * fp, rep.spread, rep.gap, rep.method,
-                round(seconds, 2), peak, "" if rep.ok else "fails (6)-(7): " + rep.message]
+                round(seconds, 2), peak, ("fails (6)-(7): " + rep.message if not rep.ok else
+                                          _open_reason(rep.float_open))]
 
     limit = CODE_PROFILES[task.profile]["hash_limit"][k]
     if task.code == "hash" and L > limit:
@@ -127,7 +142,8 @@ def code_tasks(profile: str = "quick") -> list:
             for c in CODES[k]]
 
 
-def reproduce_width_codes(*, profile: str = "quick", out=None, progress: bool = True) -> dict:
+def reproduce_width_codes(*, profile: str = "quick", out=None, jobs: int = 1,
+                          progress: bool = True) -> dict:
     """Compute (or resume) ``<out>/width_codes.csv`` and its manifest through the task store.
 
     Parameters
@@ -136,6 +152,8 @@ def reproduce_width_codes(*, profile: str = "quick", out=None, progress: bool = 
         ``"paper"``: L = 64 ... 2**20 (data/); ``"quick"``: L = 64, 256, 1024 (data/quick/).
     out : path, optional
         Output folder (default ``data`` or ``data/quick``).
+    jobs : int, default 1
+        Local workers (-1: one per core); the results do not depend on it.
     progress : bool, default True
 
     Returns
@@ -148,15 +166,13 @@ def reproduce_width_codes(*, profile: str = "quick", out=None, progress: bool = 
     :ref:`ch-width-bits`.
     """
     check_bool("progress", progress)
+    jobs = check_int("jobs", jobs, low=-1)
     tasks = code_tasks(profile)
     out = Path(out) if out is not None else Path("data" if profile == "paper" else "data/quick")
     t0 = time.perf_counter()
     with OutputLock(out) as lock:
-        store = TaskStore(out / "tasks" / "width_codes")
-        store.root.mkdir(parents=True, exist_ok=True)
-        store.clean_temporaries(lock)
-        run = run_tasks(tasks, run_code_task, store, lock, desc=f"width-codes ({profile})",
-                        progress=progress)
+        run = run_in_store(tasks, run_code_task, out, "width_codes", lock,
+                           desc=f"width-codes ({profile})", jobs=jobs, progress=progress)
         rows = [r for t in tasks for r in run.payloads[t.task_id]["rows"]]
         write_csv(out / "width_codes.csv", CODE_COLUMNS,
                   [["" if v is None else v for v in r] for r in rows])

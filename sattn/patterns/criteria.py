@@ -41,7 +41,7 @@ __flat__ = [
     "check_attention_matrix", "check_rows", "merge_reports",
 ]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "validate_tolerances"]
+__all__ = [*__flat__, "check_weight_extremes", "validate_tolerances"]
 
 
 @dataclass(frozen=True)
@@ -574,6 +574,52 @@ def check_attention_matrix(M, A, eps1, eps2, *, causal: bool = False) -> Approxi
     err = np.where(M > 0, 4 * UNIT_ROUNDOFF * np.abs(G), 0.0)
     return check_approximation(G, A, eps1, eps2, causal=causal, logit_error=err,
                                exact_logits=_exact_log_rows(M))
+
+
+def check_weight_extremes(on_min, on_max, off_max, eps1, eps2) -> np.ndarray:
+    """Criteria (6)-(7) per row from the extremes of computed weights, for targets whose nonzeros
+    in a row are equal; decided exactly.
+
+    For such a target (6) reads ``max_S M <= (1 + eps1) min_S M`` and (7)
+    ``max_{not S} M <= eps2 min_S M`` in each row (``S`` its support), so a row is settled by three
+    numbers. The weights are floats, hence exact dyadic rationals: each inequality is decided in
+    float64 where the two sides differ by more than ``1e-12`` of their size (the product's rounding
+    is below ``2**-52`` of it) and otherwise in exact rational arithmetic. A zero (or non-finite)
+    weight on the support fails the row.
+
+    Parameters
+    ----------
+    on_min, on_max : array_like, shape (n,)
+        Smallest and largest weight on each row's support.
+    off_max : array_like, shape (n,)
+        Largest weight off the support (0 for a row whose support is the whole row).
+    eps1, eps2 : float
+        Tolerances (:func:`validate_tolerances`).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+
+    References
+    ----------
+    Criteria (6)-(7) of Likhosherstov et al. (2021); Chapters :ref:`ch-finite-precision` and
+    :ref:`ch-width-bits`.
+    """
+    eps1, eps2 = validate_tolerances(eps1, eps2)
+    lo, hi, off = (np.asarray(v, dtype=np.float64).ravel() for v in (on_min, on_max, off_max))
+    if not lo.shape == hi.shape == off.shape:
+        raise ValueError(f"on_min, on_max and off_max must have one length, got {lo.shape}, "
+                         f"{hi.shape} and {off.shape}")
+    alive = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(off) & (lo > 0)
+    ok = alive.copy()
+    for big, exact in ((hi, 1 + Fraction(eps1)), (off, Fraction(eps2))):
+        with np.errstate(invalid="ignore", over="ignore"):
+            rhs = np.where(alive, float(exact) * lo, 0.0)
+        close = alive & (np.abs(big - rhs) <= 1e-12 * np.abs(rhs))
+        ok &= close | (big <= rhs)
+        for i in np.flatnonzero(close):
+            ok[i] &= Fraction(float(big[i])) <= exact * Fraction(float(lo[i]))
+    return ok
 
 
 #: The logit that stands for ``ln 0`` in :func:`check_attention_matrix` (finite, below every

@@ -33,18 +33,20 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sps
 
-from .._validate import MAX_DENSE_L, check_bool, check_rng
+from .._validate import MAX_DENSE_L, as_matrix, check_bool, check_rng
 from ..errors import SizeTooLargeError
 from ..results import Result
 from ..rounding import log_below
 from .criteria import ApproximationReport, check_approximation, validate_tolerances
 from .sparse import pattern_from_entries
 
-__flat__ = __all__ = [
+__flat__ = [
     "NestedSupports", "enumerate_supports", "nested_supports_example", "regular_pattern",
     "support_count", "width_bits_lower_bound",
 ]
+__all__ = [*__flat__, "target_supports"]
 
 #: Largest ``L`` for :func:`support_count` (non-causal: the dynamic programme over column
 #: capacities has ``C(L + k, k)`` states; causal: an integer with ``~ k L log2 L`` bits).
@@ -149,6 +151,36 @@ def support_count(L, k, *, causal: bool = False) -> int:
                 nxt[key] = nxt.get(key, 0) + mult
         states = nxt
     return sum(states.values())
+
+
+def target_supports(A):
+    """``(L, k, cols)`` of a target of the width x bits class: ``cols[l]`` the support of row
+    ``l`` (sorted), every row of the same size ``k`` with equal positive values.
+
+    ``A`` is a square array or scipy.sparse matrix (explicit zeros are not on the support).
+    Raises ``TypeError``/``ValueError`` naming ``A`` otherwise.
+    """
+    if sps.issparse(A):
+        A = sps.csr_array(A, dtype=np.float64)
+        if A.shape[0] != A.shape[1] or 0 in A.shape:
+            raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")
+        if not np.isfinite(A.data).all():
+            raise ValueError("A must contain only finite numbers")
+    else:
+        A = sps.csr_array(as_matrix("A", A, square=True))
+    A.eliminate_zeros()
+    A.sort_indices()
+    L = A.shape[0]
+    sizes = np.diff(A.indptr)
+    if L < 2 or sizes.min() != sizes.max() or sizes[0] < 1:
+        raise ValueError("A must have the same number k >= 1 of nonzeros in every row "
+                         f"(L >= 2), got L = {L} and row sizes {sizes.min()}..{sizes.max()}")
+    k = int(sizes[0])
+    vals = A.data.reshape(L, k)
+    if (vals <= 0).any() or (vals != vals[:, :1]).any():
+        raise ValueError("A must have positive nonzeros, equal within each row (the class of the "
+                         "width x bits bound)")
+    return L, k, A.indices.reshape(L, k).astype(np.int64)
 
 
 def _log2_factorial(n: int, upper: bool = False) -> float:

@@ -29,7 +29,8 @@ __flat__ = [
     "round_model",
 ]
 # Module-only: what the thresholds (:mod:`.thresholds`) build on.
-__all__ = [*__flat__, "model_in_unchecked", "model_width", "round_head", "validate_model"]
+__all__ = [*__flat__, "model_in_unchecked", "model_width", "round_head", "softmax_extremes_in",
+           "validate_model"]
 
 
 def _as_columns(name, value, d=None):
@@ -93,6 +94,46 @@ def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray
     if causal:
         G = np.where(np.tri(G.shape[0], dtype=bool), G, -np.inf)
     return ar.softmax(G, axis=1)
+
+
+def softmax_extremes_in(G, cols, fmt) -> tuple:
+    """The rows of a softmax in the format, each reduced to its extremes on and off a support.
+
+    ``M = softmax(G)`` row by row with the format's operations (:meth:`FormatArithmetic.softmax`,
+    as in :func:`attention_matrix_in`: maximum subtracted, exp, a sum in index order, divide),
+    then per row the smallest and largest weight on the columns ``cols[i]`` and the largest
+    weight off them. Rows are independent, so a caller can pass the logits of any block of rows
+    and never hold an ``L x L`` array.
+
+    Parameters
+    ----------
+    G : array_like, shape (n, L)
+        Logits, values of the format (``-inf`` for a masked entry).
+    cols : array_like of int, shape (n, k)
+        The support of each row.
+    fmt : str, int or FloatFormat
+
+    Returns
+    -------
+    tuple of numpy.ndarray, each of shape (n,)
+        ``(on_min, on_max, off_max)``; ``off_max`` is 0 where the support is the whole row.
+
+    References
+    ----------
+    Criteria (6)-(7) (:func:`sattn.patterns.criteria.check_weight_extremes` decides them from
+    these); Chapters :ref:`ch-finite-precision` and :ref:`ch-width-bits`.
+    """
+    G = as_float_array("G", G, finite=False)
+    cols = np.asarray(cols)
+    if G.ndim != 2 or cols.ndim != 2 or cols.shape[0] != G.shape[0]:
+        raise ValueError(f"G must have shape (n, L) and cols (n, k), got {G.shape} and {cols.shape}")
+    if not np.issubdtype(cols.dtype, np.integer) or (cols < 0).any() or (cols >= G.shape[1]).any():
+        raise ValueError(f"cols must hold column indices in [0, {G.shape[1]}), got {cols.dtype} values")
+    M = FormatArithmetic(fmt).softmax(G, axis=1)
+    on = np.take_along_axis(M, cols, axis=1)
+    np.put_along_axis(M, cols, -np.inf, axis=1)
+    off = np.maximum(M.max(axis=1), 0.0)
+    return on.min(axis=1), on.max(axis=1), off
 
 
 def column_attention_in(Z, heads, fmt, *, kind: str = "softmax") -> np.ndarray:

@@ -19,6 +19,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
@@ -28,7 +29,7 @@ from .store import OutputLock, TaskStore, exit_with_parent
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
-__all__ = [*__flat__, "Run", "run_tasks"]
+__all__ = [*__flat__, "Run", "run_in_store", "run_tasks"]
 
 
 @dataclass
@@ -144,3 +145,19 @@ def run_tasks(tasks, compute, store: TaskStore, lock: OutputLock, *, desc: str, 
     finally:
         bar.close()
     return Run(payloads, computed, reused, time.perf_counter() - t0, cluster_workers)
+
+
+def run_in_store(tasks, compute, out, name: str, lock: OutputLock, *, desc: str, jobs: int = 1,
+                 progress: bool = True, cost=None) -> Run:
+    """:func:`run_tasks` on the task store ``<out>/tasks/<name>``: the store's folder made, and the
+    temporary files of an interrupted run removed (under ``lock``, the held lock of ``out``).
+
+    For an experiment whose results are one store of tasks and a CSV assembled from them (the
+    width x bits frontier, the codes); the arguments after ``lock`` are those of
+    :func:`run_tasks`.
+    """
+    store = TaskStore(Path(out) / "tasks" / name)
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.clean_temporaries(lock)
+    return run_tasks(tasks, compute, store, lock, desc=desc, jobs=jobs, progress=progress,
+                     cost=cost)

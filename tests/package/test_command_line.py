@@ -49,7 +49,8 @@ REFUSED = [(exp, opt) for exp in cli.EXPERIMENTS for opt in GIVEN if opt not in 
 def test_the_option_table_covers_every_experiment_and_option():
     assert set(cli.OPTIONS) == set(cli.EXPERIMENTS) == set(cli.EXPERIMENT_PROFILES)
     assert {o for opts in cli.OPTIONS.values() for o in opts} <= set(GIVEN)
-    assert set(cli.OPTIONS["width-bits"]) == set()        # it ignored five of them silently before
+    # width-bits ignored five of them silently before; now it honours --jobs and refuses the rest
+    assert set(cli.OPTIONS["width-bits"]) == set(cli.OPTIONS["width-codes"]) == {"jobs"}
     assert ("width-bits", "setups") in REFUSED and ("fig5", "jobs") in REFUSED
 
 

@@ -224,18 +224,48 @@ def test_checker_catches_broken_codes():
 
 
 @pytest.mark.parametrize("p", [2, 3, 4, 6])
-def test_float_verdict_matches_the_dense_pass(p):
+def test_float_verdict_matches_the_dense_pass(p, monkeypatch):
     """The float format decided from the rows' extremes agrees with the whole pass computed
-    densely (sattn.attention_matrix_in, then (6)-(7) on M) wherever it decides."""
+    densely (sattn.attention_matrix_in, then (6)-(7) on M): with every possible row sum tried, and,
+    with that step switched off, with the rows the extremes leave open summed exactly."""
+    import sattn.codes.checker as checker
+    open_seen = set()
     for code, A in _codes(48):
         _, _, cols = target_supports(A)
         on_min, on_max, off_max, _ = _extremes_blocks(code, cols)
-        mine = _float_pass(on_min, on_max, off_max, code.unit, p, *(3.0, 0.9))
         W_Q, W_K = sattn.fixed_weights(code.d)
         M = attention_matrix_in(code.X, W_Q, W_K, p)
         dense = sattn.check_attention_matrix(M, A, 3.0, 0.9).ok
-        if mine is not None:
-            assert mine == dense, (code.name, p)
+        tried = _float_pass(on_min, on_max, off_max, code.unit, p, *(3.0, 0.9))
+        assert tried is None or tried == dense, (code.name, p)
+        with monkeypatch.context() as m:
+            m.setattr(checker, "MAX_CANDIDATE_P", 1)          # no sums tried: rows stay open
+            if _float_pass(on_min, on_max, off_max, code.unit, p, *(3.0, 0.9)) is None:
+                open_seen.add(code.name)
+            exact = _float_pass(on_min, on_max, off_max, code.unit, p, *(3.0, 0.9), code=code,
+                                cols=cols)
+        assert exact == dense, (code.name, p)
+    if p == 2:                    # the exact sums are exercised: the extremes leave this case open
+        assert "hash code" in open_seen
+
+
+def test_every_possible_sum_decides_as_the_exact_sums(monkeypatch):
+    """At L = 1024 the extremes leave rows of the sign and cycle codes open at small p; trying
+    every possible row sum settles them as summing each row exactly does."""
+    import sattn.codes.checker as checker
+    settled = 0
+    for code, A in _codes(1024)[:3]:
+        _, _, cols = target_supports(A)
+        ext = _extremes_blocks(code, cols)[:3]
+        for p in (2, 3, 4):
+            tried = _float_pass(*ext, code.unit, p, 3.0, 0.9)
+            with monkeypatch.context() as m:
+                m.setattr(checker, "MAX_CANDIDATE_P", 1)
+                bounds_only = _float_pass(*ext, code.unit, p, 3.0, 0.9)
+                exact = _float_pass(*ext, code.unit, p, 3.0, 0.9, code=code, cols=cols)
+            assert tried is not None and tried == exact, (code.name, p)
+            settled += bounds_only is None
+    assert settled >= 2                     # the open cases do occur
 
 
 def test_measure_task_and_csv(tmp_path):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import sattn
-from sattn.frontier import FrontierTask, grid_scale, round_fixed, run_frontier_task
+from sattn.frontier import TOLERANCES, FrontierTask, grid_scale, round_fixed, run_frontier_task
+from sattn.patterns.supports import target_supports
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -153,3 +154,84 @@ def test_reproduce_quick_resumes(tmp_path):
     man = json.loads((tmp_path / "width_bits_manifest.json").read_text())
     assert man["tolerances"] == {"1": [3.0, 0.9], "2": [3.0, 0.9], "4": [7.0, 0.9]}
     assert "k4-g1-e7-0.9" in man["description"]
+
+
+# ------------------------------------------------------------------ the float format in row blocks
+def test_weight_extremes_decide_near_ties_exactly():
+    from fractions import Fraction
+    from sattn.patterns.criteria import check_weight_extremes
+    lo = 0.1
+    at = float(Fraction(lo) * 4)                    # on_max = (1 + eps1) on_min exactly: passes
+    assert Fraction(at) == 4 * Fraction(lo)
+    above = np.nextafter(at, 1.0)                   # one ulp more: fails (6)
+    ok = check_weight_extremes([lo, lo, lo, 0.0], [at, above, lo, 0.5], [0.0, 0.0, 0.09, 0.0],
+                               3.0, 0.9)
+    assert ok.tolist() == [True, False, True, False]        # a zero on the support fails
+    off_at = float(Fraction(lo) * Fraction(0.9))            # (7) at equality, and one ulp above
+    if Fraction(off_at) == Fraction(lo) * Fraction(0.9):
+        assert check_weight_extremes([lo], [lo], [off_at], 3.0, 0.9).tolist() == [True]
+    below = float(Fraction(lo) * Fraction(0.9))
+    up = np.nextafter(below, 1.0)
+    want = Fraction(up) <= Fraction(lo) * Fraction(0.9)
+    assert check_weight_extremes([lo], [lo], [up], 3.0, 0.9).tolist() == [want]
+    with pytest.raises(ValueError, match="one length"):
+        check_weight_extremes([1.0], [1.0, 2.0], [0.0], 3.0, 0.9)
+
+
+def test_softmax_extremes_are_those_of_the_dense_pass():
+    from sattn.precision.forward import softmax_extremes_in
+    from sattn.precision.formats import FormatArithmetic
+    rng = np.random.default_rng(3)
+    A = sattn.regular_pattern(40, 2, rng)
+    _, _, cols = target_supports(A)
+    X = rng.normal(size=(40, 10))
+    W_Q, W_K = sattn.fixed_weights(5)
+    for p in (3, 8, 24):
+        M = sattn.attention_matrix_in(X, W_Q, W_K, p)
+        ar = FormatArithmetic(p)
+        Xr = ar.r(X)
+        on_min, on_max, off_max = softmax_extremes_in(ar.matmul(Xr[:, :5], Xr[:, 5:].T), cols, p)
+        on = np.take_along_axis(M, cols, axis=1)
+        off = np.where(A > 0, -np.inf, M).max(axis=1)
+        assert np.array_equal(on_min, on.min(axis=1)) and np.array_equal(on_max, on.max(axis=1))
+        assert np.array_equal(off_max, off)
+    with pytest.raises(ValueError, match="cols"):
+        softmax_extremes_in(np.zeros((2, 3)), np.array([[0], [3]]), 8)
+
+
+@pytest.mark.parametrize("L,k", [(64, 1), (128, 2)])
+def test_float_bits_in_row_blocks_match_the_dense_pass(L, k):
+    """Every significand decides as the whole pass computed densely (sattn.attention_matrix_in and
+    sattn.algorithm1_precision) does, whatever the row blocks."""
+    from sattn.frontier import _algorithm1_input, _float_pass_ok
+    from sattn.patterns.construction import Approximation
+    eps1, eps2 = TOLERANCES[k]
+    A = sattn.regular_pattern(L, k, np.random.default_rng(L + k), as_csr=True, structure="random")
+    d = {1: 19, 2: 45}[k]
+    X, _ = _algorithm1_input(A, eps1, eps2, d, (0, L, k))
+    _, _, cols = target_supports(A)
+    W_Q, W_K = sattn.fixed_weights(d)
+    approx = Approximation(X=X, W_Q=W_Q, W_K=W_K, draws=1, report=None, B=None, d=d, eps1=eps1,
+                           eps2=eps2, causal=False, method="given")
+    verdicts = []
+    for p in range(2, 14):
+        dense = sattn.algorithm1_precision(approx, A.toarray(), p, mode="forward").ok
+        for block in (7, L):
+            assert _float_pass_ok(X, d, cols, p, eps1, eps2, block) == dense, (p, block)
+        verdicts.append(dense)
+    assert not verdicts[0] and verdicts[-1]          # both outcomes occur
+    bits, p, e = sattn.float_format_bits(X, d, A, eps1, eps2)
+    assert verdicts[p - 2] and not verdicts[p - 3] and bits == 1 + e + (p - 1)
+
+
+def test_algorithm1_is_measured_at_the_log_law_d50():
+    from sattn.frontier import LOG_LAW_SETUPS, frontier_tasks, log_law_d50
+    widths = log_law_d50(1, REPO / "data")
+    assert sorted(widths) == [2 ** p for p in range(6, 16)]
+    assert 41 < widths[1024] < 42                          # the registered series of k1-g1-e3-0.9
+    assert log_law_d50(2, REPO / "data") == {} and set(LOG_LAW_SETUPS) == {1, 4}
+    tasks = {t.task_id: t for t in frontier_tasks("paper", REPO / "data")}
+    assert tasks["algorithm1-L1024-k1"].d_log_law == math.ceil(widths[1024])
+    assert tasks["algorithm1-L1024-k1"].params()["d_log_law"] == 42
+    assert tasks["algorithm1-L1024-k2"].d_log_law is None
+    assert "d_log_law" not in tasks["optimizer-L1024-k1"].params()
