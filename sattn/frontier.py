@@ -46,7 +46,7 @@ from .runs.runner import run_in_store
 from .runs.store import OutputLock, StoreError, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
 from .patterns.construction import exact_product_rows
-from .patterns.criteria import (ApproximationReport, check_rows, check_weight_extremes,
+from .patterns.criteria import (ApproximationReport, check_rows, extremes_meet_criteria,
                                 merge_reports, validate_tolerances)
 from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, target_supports, width_bits_lower_bound
@@ -281,7 +281,7 @@ def _float_pass_ok(X, d, cols, p, eps1, eps2, block_rows) -> bool:
     in row blocks: ``X`` rounded, the logits ``Q K^T`` as products of the format (the book's
     weights select ``Q`` and ``K`` exactly), the softmax of each block
     (:func:`~sattn.precision.forward.softmax_extremes_in`), each row decided exactly from its
-    extreme weights (:func:`~sattn.patterns.criteria.check_weight_extremes`). Row for row the same
+    extreme weights (:func:`~sattn.patterns.criteria.extremes_meet_criteria`). Row for row the same
     numbers as :func:`sattn.attention_matrix_in`, without an ``L x L`` array."""
     ar = FormatArithmetic(p)
     Xr = ar.r(X)
@@ -289,7 +289,7 @@ def _float_pass_ok(X, d, cols, p, eps1, eps2, block_rows) -> bool:
     for s in range(0, X.shape[0], block_rows):
         rows = slice(s, min(s + block_rows, X.shape[0]))
         ext = softmax_extremes_in(ar.matmul(Q[rows], Kt), cols[rows], p)
-        if not check_weight_extremes(*ext, eps1, eps2).all():
+        if not extremes_meet_criteria(*ext, eps1, eps2).all():
             return False
     return True
 

@@ -40,6 +40,13 @@ MEASURED = ("sattn/**/*.py", "tools/serve_live.py", "tools/book_reader.py", "boo
 FIGURES = os.path.join(ROOT, "data", "reliability")
 
 
+class StaleFigureWarning(UserWarning):
+    """A committed reliability figure was measured on other code (make status re-measures it).
+
+    Defined here, not in a test module, so that pytest-xdist's controller can import it when a
+    worker reports the warning (a class of a test module is importable only in the workers)."""
+
+
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
     """``tree`` without the docstrings of its module, classes and functions (in place)."""
     for node in ast.walk(tree):

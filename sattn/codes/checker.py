@@ -17,7 +17,7 @@ import numpy as np
 
 from .._validate import check_bool
 from ..results import Result
-from ..patterns.criteria import check_weight_extremes, validate_tolerances
+from ..patterns.criteria import extremes_meet_criteria, validate_tolerances
 from ..precision.formats import FormatArithmetic
 from ..precision.forward import softmax_extremes_in
 from ..patterns.supports import target_supports
@@ -264,7 +264,7 @@ def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2, *, code=None, cols
     fails for each. A row still open is settled
     exactly when ``code`` and ``cols`` are given: its whole softmax is computed in the format
     (:func:`~sattn.precision.forward.softmax_extremes_in`, the row sum in index order) and decided
-    from its extreme weights (:func:`~sattn.patterns.criteria.check_weight_extremes`). Returns
+    from its extreme weights (:func:`~sattn.patterns.criteria.extremes_meet_criteria`). Returns
     ``None`` (undecided) only without them, or when the open rows hold more than
     ``MAX_SUM_ENTRIES`` logits."""
     ar = FormatArithmetic(p)
@@ -291,7 +291,7 @@ def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2, *, code=None, cols
         # scales both r(E/S) alike. Try every p-bit significand in [1, 2) for the open rows.
         ext = np.stack([E[0, open_rows], E[1, open_rows],
                         np.where(has_off[open_rows], E[2, open_rows], 0.0)])
-        passes = np.stack([check_weight_extremes(*ar.div(ext, 1.0 + i * 2.0 ** (1 - p)), eps1, eps2)
+        passes = np.stack([extremes_meet_criteria(*ar.div(ext, 1.0 + i * 2.0 ** (1 - p)), eps1, eps2)
                            for i in range(2 ** (p - 1))], axis=1)
         if not passes.any(axis=1).all():         # a row that fails whatever its sum
             return False
@@ -305,7 +305,7 @@ def _float_pass(on_min, on_max, off_max, unit, p, eps1, eps2, *, code=None, cols
     for s in range(0, open_rows.size, block):
         rows = open_rows[s:s + block]
         logits = ar.r(_row_logits(code, rows) * unit ** 2)
-        if not check_weight_extremes(*softmax_extremes_in(logits, cols[rows], p), eps1, eps2).all():
+        if not extremes_meet_criteria(*softmax_extremes_in(logits, cols[rows], p), eps1, eps2).all():
             return False
     return True
 

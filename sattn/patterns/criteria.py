@@ -41,7 +41,7 @@ __flat__ = [
     "check_attention_matrix", "check_rows", "merge_reports",
 ]
 # The module's public names: the flat ones, then those that stay in this module.
-__all__ = [*__flat__, "check_weight_extremes", "validate_tolerances"]
+__all__ = [*__flat__, "extremes_meet_criteria", "validate_tolerances"]
 
 
 @dataclass(frozen=True)
@@ -576,7 +576,7 @@ def check_attention_matrix(M, A, eps1, eps2, *, causal: bool = False) -> Approxi
                                exact_logits=_exact_log_rows(M))
 
 
-def check_weight_extremes(on_min, on_max, off_max, eps1, eps2) -> np.ndarray:
+def extremes_meet_criteria(on_min, on_max, off_max, eps1, eps2) -> np.ndarray:
     """Criteria (6)-(7) per row from the extremes of computed weights, for targets whose nonzeros
     in a row are equal; decided exactly.
 

@@ -120,7 +120,7 @@ def softmax_extremes_in(G, cols, fmt) -> tuple:
 
     References
     ----------
-    Criteria (6)-(7) (:func:`sattn.patterns.criteria.check_weight_extremes` decides them from
+    Criteria (6)-(7) (:func:`sattn.patterns.criteria.extremes_meet_criteria` decides them from
     these); Chapters :ref:`ch-finite-precision` and :ref:`ch-width-bits`.
     """
     G = as_float_array("G", G, finite=False)

@@ -940,9 +940,19 @@ _XB_BAD = matrix(shapes=[(4, 6), (1, 8)], like=np.zeros((4, 8)))
 spec("fixed_point_bits", lambda: dict(X=_XB(), d=4, A=_A4(), eps1=1.0, eps2=0.5, low=2, high=53),
      X=_XB_BAD, d=integer(low=1, high=4), A=matrix("target pattern", **TARGET), **_EPS,
      low=integer(low=2, high=53), high=integer(low=2, high=53))
-spec("float_format_bits", lambda: dict(X=_XB(), d=4, A=_A4(), eps1=1.0, eps2=0.5, high=53),
+def _R4():
+    return sattn.regular_pattern(4, 1, np.random.default_rng(0))   # the frontier's class: k equal
+#                                                                     nonzeros in every row
+
+
+def _XR():
+    return np.hstack([sattn.logit_target(_R4(), 1.0, 0.5), np.eye(4)])
+
+
+spec("float_format_bits", lambda: dict(X=_XR(), d=4, A=_R4(), eps1=1.0, eps2=0.5, high=53,
+                                       block_rows=None),
      X=_XB_BAD, d=integer(low=1, high=4), A=matrix("target pattern", **TARGET), **_EPS,
-     high=integer(low=2, high=53))
+     high=integer(low=2, high=53), block_rows=integer(low=1, none_ok=True))
 spec("round_fixed", lambda: dict(X=np.array([0.3, -1.2, 0.0]), bits=6, scale=2.0),
      X=custom("array", _types() + [np.array([1 + 1j]), np.full(3, "a"), [[1.0, 2.0], [3.0]],
                                    np.array([np.nan]), np.array([np.inf])]),
@@ -1249,6 +1259,7 @@ NO_CAP = {
     ("predict_d50", "seed"): "a seed of the random stream, not a size",
     ("hash_code_input", "seed"): "a seed of the hashes, not a size",
     ("hash_code_input", "block_rows"): "rows checked at a time, clipped to L by slicing",
+    ("float_format_bits", "block_rows"): "rows computed at a time, clipped to L by slicing",
     ("bilinear_min_bits", "d_hid"): "a number in a closed formula (no loop grows with it)",
     ("adaptive_lambda", "n"): "a number in a closed formula (ln n)",
     ("theorem1_bound", "L"): "a number in a closed formula (ln L)",

@@ -207,12 +207,14 @@ SCIENCE = ["sattn.experiments.target", "sattn.experiments.engine", "sattn.experi
 
 
 def test_one_loop_runs_every_task_store():
-    """The lock/store/run loop is written once (:func:`sattn.runs.runner.run_tasks`): the modules
-    that run tasks into a store call it rather than loading, computing and saving themselves."""
+    """The lock/store/run loop is written once (:func:`sattn.runs.runner.run_tasks`, which
+    :func:`~sattn.runs.runner.run_in_store` opens a store for): the modules that run tasks into a
+    store call one of them rather than loading, computing and saving themselves."""
     paths = dict(MODULES)
     for m in ("sattn.experiments.protocol", "sattn.frontier", "sattn.codes.measure"):
         text = paths[m].read_text()
-        assert "run_tasks(" in text and "store.save(" not in text and "store.load(" not in text, m
+        assert ("run_tasks(" in text or "run_in_store(" in text) and "store.save(" not in text \
+            and "store.load(" not in text, m
     runner = paths["sattn.runs.runner"].read_text()
     assert "store.save(" in runner and "store.load(" in runner
 

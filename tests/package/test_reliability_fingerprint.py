@@ -98,7 +98,7 @@ def test_a_figure_is_re_measured_by_the_tests_that_record_it(figure_test, runs):
     assert [t for t in tests if reliability.covers(figure_test, t)] == runs
 
 
-def _run_strict_and_warn(book, env_extra):
+def _run_strict_and_warn(book, env_extra, *args):
     """test_status_figures.py and the check command run in ``book`` (a copy of the real files)."""
     shutil.copy(os.path.join(ROOT, "tests", "reliability.py"), book / "tests")
     shutil.copy(os.path.join(ROOT, "tests", "package", "test_status_figures.py"), book / "tests" / "package")
@@ -107,7 +107,7 @@ def _run_strict_and_warn(book, env_extra):
     env = dict(os.environ, **env_extra)
     env.pop("BOOK_RELIABILITY_DIR", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/package/test_status_figures.py"],
+                           "tests/package/test_status_figures.py", *args],
                           cwd=book, capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -121,6 +121,11 @@ def test_a_stale_figure_fails_the_strict_check_and_only_warns_in_the_edit_loop(b
     assert strict.returncode == 1 and "x.json was measured on other code" in strict.stdout
     loop = _run_strict_and_warn(book, {"BOOK_STALE_FIGURES": "warn"})
     assert loop.returncode == 0 and "StaleFigureWarning" in loop.stdout, loop.stdout[-2000:]
+    # as make test-fast runs it, in xdist workers: the controller must be able to load the warning
+    loop2 = _run_strict_and_warn(book, {"BOOK_STALE_FIGURES": "warn"}, "-n", "2")
+    assert loop2.returncode == 0 and "INTERNALERROR" not in loop2.stdout + loop2.stderr, (
+        loop2.stdout[-2000:] + loop2.stderr[-2000:])
+    assert "StaleFigureWarning" in loop2.stdout, loop2.stdout[-2000:]
     check = [sys.executable, "tests/reliability.py", "check"]
     assert subprocess.run(check, cwd=book, capture_output=True, text=True).returncode == 1
     warned = subprocess.run(check + ["--warn"], cwd=book, capture_output=True, text=True)

@@ -8,14 +8,10 @@ import os
 import warnings
 
 import pytest
-from reliability import ROOT, figures, fingerprint
+from reliability import ROOT, StaleFigureWarning, figures, fingerprint
 
 FIGURES = figures()
 WARN_ONLY = os.environ.get("BOOK_STALE_FIGURES") == "warn"
-
-
-class StaleFigureWarning(UserWarning):
-    """A committed reliability figure was measured on other code (make status re-measures it)."""
 
 
 def test_there_are_figures():

@@ -159,23 +159,23 @@ def test_reproduce_quick_resumes(tmp_path):
 # ------------------------------------------------------------------ the float format in row blocks
 def test_weight_extremes_decide_near_ties_exactly():
     from fractions import Fraction
-    from sattn.patterns.criteria import check_weight_extremes
+    from sattn.patterns.criteria import extremes_meet_criteria
     lo = 0.1
     at = float(Fraction(lo) * 4)                    # on_max = (1 + eps1) on_min exactly: passes
     assert Fraction(at) == 4 * Fraction(lo)
     above = np.nextafter(at, 1.0)                   # one ulp more: fails (6)
-    ok = check_weight_extremes([lo, lo, lo, 0.0], [at, above, lo, 0.5], [0.0, 0.0, 0.09, 0.0],
+    ok = extremes_meet_criteria([lo, lo, lo, 0.0], [at, above, lo, 0.5], [0.0, 0.0, 0.09, 0.0],
                                3.0, 0.9)
     assert ok.tolist() == [True, False, True, False]        # a zero on the support fails
     off_at = float(Fraction(lo) * Fraction(0.9))            # (7) at equality, and one ulp above
     if Fraction(off_at) == Fraction(lo) * Fraction(0.9):
-        assert check_weight_extremes([lo], [lo], [off_at], 3.0, 0.9).tolist() == [True]
+        assert extremes_meet_criteria([lo], [lo], [off_at], 3.0, 0.9).tolist() == [True]
     below = float(Fraction(lo) * Fraction(0.9))
     up = np.nextafter(below, 1.0)
     want = Fraction(up) <= Fraction(lo) * Fraction(0.9)
-    assert check_weight_extremes([lo], [lo], [up], 3.0, 0.9).tolist() == [want]
+    assert extremes_meet_criteria([lo], [lo], [up], 3.0, 0.9).tolist() == [want]
     with pytest.raises(ValueError, match="one length"):
-        check_weight_extremes([1.0], [1.0, 2.0], [0.0], 3.0, 0.9)
+        extremes_meet_criteria([1.0], [1.0, 2.0], [0.0], 3.0, 0.9)
 
 
 def test_softmax_extremes_are_those_of_the_dense_pass():
