@@ -247,10 +247,11 @@ def _row_logits(code: CodeInput, rows) -> np.ndarray:
     return (code.Q[rows].astype(np.int64) @ code.K.T.astype(np.int64)).astype(np.float64)
 
 
-#: Most logits (rows x L) that :func:`_float_pass` computes to settle rows the extremes leave open.
+#: Most logits (rows x L) that the float check of :func:`check_code_input` computes to settle the
+#: rows its extremes leave open.
 MAX_SUM_ENTRIES = 1 << 31
-#: Largest significand for which :func:`_float_pass` tries every possible row sum (``2**(p-1)`` of
-#: them) before it sums a row.
+#: Largest significand for which the float check of :func:`check_code_input` tries every possible
+#: row sum (``2**(p-1)`` of them) before it sums a row.
 MAX_CANDIDATE_P = 12
 
 

@@ -99,7 +99,7 @@ def attention_matrix_in(X, W_Q, W_K, fmt, *, causal: bool = False) -> np.ndarray
 def softmax_extremes_in(G, cols, fmt) -> tuple:
     """The rows of a softmax in the format, each reduced to its extremes on and off a support.
 
-    ``M = softmax(G)`` row by row with the format's operations (:meth:`FormatArithmetic.softmax`,
+    ``M = softmax(G)`` row by row with the format's operations (``FormatArithmetic.softmax``,
     as in :func:`attention_matrix_in`: maximum subtracted, exp, a sum in index order, divide),
     then per row the smallest and largest weight on the columns ``cols[i]`` and the largest
     weight off them. Rows are independent, so a caller can pass the logits of any block of rows
