@@ -50,7 +50,7 @@ from .patterns.criteria import (ApproximationReport, check_rows, extremes_meet_c
                                 merge_reports, validate_tolerances)
 from .patterns.optimize import moment_curve_logits, optimize_logits
 from .patterns.supports import regular_pattern, target_supports, width_bits_lower_bound
-from .precision.formats import FormatArithmetic
+from .precision.formats import FormatArithmetic, exponent_bits
 from .precision.forward import softmax_extremes_in
 from .rounding import product_error_bound
 
@@ -265,17 +265,6 @@ def fixed_point_bits(X, d, A, eps1, eps2, *, low: int = 2, high: int = 53):
     return _bisect_bits(ok, low, high)[0], R
 
 
-def _exponent_bits(X, p):
-    """Exponent bits for the binades of ``X`` rounded to ``p`` bits, plus a code for zero."""
-    x = np.abs(np.asarray(X, dtype=np.float64))
-    x = x[x > 0]
-    if x.size == 0:
-        return 1
-    _, e = np.frexp(x)
-    span = int(e.max() - e.min()) + 2            # binades, one more for a rounding carry, zero
-    return max(1, math.ceil(math.log2(span + 1)))
-
-
 def _float_pass_ok(X, d, cols, p, eps1, eps2, block_rows) -> bool:
     """Whether the whole pass with a ``p``-bit significand meets (6)-(7) in every row, computed
     in row blocks: ``X`` rounded, the logits ``Q K^T`` as products of the format (the book's
@@ -335,7 +324,7 @@ def float_format_bits(X, d, A, eps1, eps2, *, high: int = 53, block_rows=None):
     if not ok(high):
         return None, None, None
     p = _bisect_bits(ok, 2, high)[0]
-    e = _exponent_bits(X, p)
+    e = exponent_bits(X)
     return 1 + e + (p - 1), p, e
 
 

@@ -14,6 +14,10 @@ same input from the same seed:
 * **Signs.** In every right singular vector the first entry whose magnitude is within a relative
   ``1e-6`` of the largest is made positive; the left vector follows (``u = B v / s``).
 
+:func:`independent_rows` picks, greedily and in exact arithmetic, the rows of a small matrix that
+are independent of the rows before them, so that a basis of their span is a defined choice and not
+one that rounding makes.
+
 :func:`ordered_matmul` is a matrix product whose rounding is specified: products rounded to the
 accumulator, then added in index order. The number formats of Chapter 15 use it, because there the
 rounding *is* the subject and must not depend on the BLAS kernel.
@@ -25,12 +29,14 @@ The book's appendix :ref:`ch-computation` (section "The same output on every mac
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
-from ._validate import as_float_array, as_matrix, check_real
+from ._validate import as_float_array, as_matrix, check_real, check_size
 
 __flat__ = ["canonical_svd", "ordered_matmul"]
-__all__ = [*__flat__]
+__all__ = [*__flat__, "FULL_RANK_RTOL", "independent_rows"]
 
 #: Relative width within which entries (or projections) count as tied for "the largest".
 TIE_RTOL = 1e-6
@@ -126,6 +132,75 @@ def canonical_svd(B, *, rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray, np.
             if Uc[i, j] < 0:
                 Uc[:, j] = -Uc[:, j]
     return Uc, s, V
+
+
+#: :func:`independent_rows` takes the rows as independent without exact arithmetic when the
+#: computed smallest singular value exceeds this fraction of the largest: far above the backward
+#: error of LAPACK's SVD (about ``max(r, c) * 2**-53`` of the largest).
+FULL_RANK_RTOL = 1e-8
+
+
+def _exact_echelon_add(basis: list, row: list) -> bool:
+    """Reduce ``row`` (Fractions) by the echelon ``basis`` (pairs ``(pivot, row)``); if a nonzero
+    remainder is left, add it to the basis and return True (the row is independent)."""
+    row = list(row)
+    for piv, b in basis:
+        f = row[piv]
+        if f:
+            row = [x - f * y for x, y in zip(row, b)]
+    piv = next((j for j, x in enumerate(row) if x), None)
+    if piv is None:
+        return False
+    inv = 1 / row[piv]
+    basis.append((piv, [x * inv for x in row]))
+    return True
+
+
+def independent_rows(M) -> np.ndarray:
+    """Indices of the rows of ``M`` that are linearly independent of the rows before them.
+
+    Row ``i`` is kept exactly when it is not a linear combination of rows ``0 .. i-1``, in exact
+    rational arithmetic on the binary values of the entries. The kept rows are a basis of the row
+    space, and the choice depends only on the values of ``M`` and the order of its rows, never on
+    rounding. When the computed singular values certify full row rank (the smallest above
+    ``FULL_RANK_RTOL`` times the largest; the SVD's backward error is far smaller), every row is
+    kept without the exact computation.
+
+    Parameters
+    ----------
+    M : array_like, shape (r, c)
+        A finite real matrix with ``r <= 64`` rows and ``c <= 4096`` columns (the exact path is
+        meant for small matrices).
+
+    Returns
+    -------
+    numpy.ndarray of int
+        The kept row indices, increasing. Empty when every row is zero.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` is not a finite real matrix.
+    SizeTooLargeError
+        If ``M`` has more than 64 rows or 4096 columns.
+
+    References
+    ----------
+    The book's appendix :ref:`ch-computation` (the fast engine's thin Haar factor takes a basis of
+    the span of its candidates' vectors).
+    """
+    M = as_matrix("M", M)
+    r, c = M.shape
+    check_size("rows of M", r, cap=64, why="the exact elimination is meant for small matrices")
+    check_size("columns of M", c, cap=4096, why="the exact elimination is meant for small matrices")
+    if r <= c:
+        s = np.linalg.svd(M, compute_uv=False)
+        if s[0] > 0 and s[-1] > FULL_RANK_RTOL * s[0]:
+            return np.arange(r)
+    basis: list = []
+    keep = [i for i in range(r)
+            if _exact_echelon_add(basis, [Fraction(float(x)) for x in M[i]])]
+    return np.asarray(keep, dtype=np.int64)
 
 
 def ordered_matmul(A, B, dtype=np.float64) -> np.ndarray:

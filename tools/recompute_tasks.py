@@ -51,8 +51,9 @@ def _experiments():
 
 
 def comparable(payload: dict) -> bytes:
-    """The record without its run times, as canonical JSON."""
-    p = {k: v for k, v in payload.items() if k != "seconds"}
+    """The record without its run times (and the provenance of a task carried over from an older
+    engine version), as canonical JSON."""
+    p = {k: v for k, v in payload.items() if k not in ("seconds", "engine_audit")}
     if "rows" in p:
         p["rows"] = [r[:SECONDS_COLUMN] + r[SECONDS_COLUMN + 1:] for r in p["rows"]]
     return json.dumps(p, sort_keys=True, separators=(",", ":")).encode()

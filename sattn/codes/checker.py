@@ -18,7 +18,7 @@ import numpy as np
 from .._validate import check_bool
 from ..results import Result
 from ..patterns.criteria import extremes_meet_criteria, validate_tolerances
-from ..precision.formats import FormatArithmetic
+from ..precision.formats import FormatArithmetic, exponent_bits
 from ..precision.forward import softmax_extremes_in
 from ..patterns.supports import target_supports
 from .inputs import CodeInput
@@ -226,18 +226,6 @@ def _extremes_blocks(code: CodeInput, cols, block_rows=None, rows=None):
     return on_min, on_max, off_max, np.zeros(which.size, dtype=bool)
 
 
-def _exponent_bits(values) -> int:
-    """Exponent bits for the binades of the nonzero ``values``, one more for a rounding carry,
-    and a code for zero (the count of :mod:`sattn.frontier`)."""
-    x = np.abs(np.asarray(values, dtype=np.float64))
-    x = x[x > 0]
-    if x.size == 0:
-        return 1
-    _, e = np.frexp(x)
-    span = int(e.max() - e.min()) + 2
-    return max(1, math.ceil(math.log2(span + 1)))
-
-
 def _row_logits(code: CodeInput, rows) -> np.ndarray:
     """The integer logits ``Q[rows] K^T`` of ``code``, exactly (float32 products of small integers
     when every partial sum stays below 2**24, int64 otherwise), as float64."""
@@ -388,7 +376,7 @@ def check_code_input(code: CodeInput, A, eps1, eps2, *, method: str = "auto",
             if verdict is None:
                 undecided.append(pp)
         if p is not None:
-            e = _exponent_bits(np.concatenate([np.unique(code.Q), np.unique(code.K)]) * code.unit)
+            e = exponent_bits(np.concatenate([np.unique(code.Q), np.unique(code.K)]) * code.unit)
             fb = 1 + e + (p - 1)
     return CodeReport(ok=ok, eps1=eps1, eps2=eps2, spread=spread, gap=gap, margin6=float(m6),
                       margin7=float(m7), float_p=p, float_open=tuple(undecided),

@@ -29,7 +29,12 @@ without any ``L x L`` array and without an SVD or a QR factorization:
    ``R_W u_l = O [K; 0]`` (a QR factorization, ``O`` orthogonal) the logits are ``Q P K`` with
    ``P`` the first ``r`` columns of ``O``, and ``Q P`` is itself Haar: ``T R_T^{-1}`` for a
    Gaussian ``T`` (``(L - |J|) x r``, ``R_T`` its Cholesky factor). A violation ends the draw;
-   the rest of ``Z`` is never generated.
+   the rest of ``Z`` is never generated. When the candidates' vectors are linearly dependent
+   (equal rows of ``B``, for instance, which occur for ``k >= 2``), a QR factorization of them
+   leaves part of ``O``, and so of the draw, to rounding. With ``span_basis=True``, ``r`` is the
+   dimension of their span, ``O`` is built from a basis of it chosen exactly on ``B``
+   (:func:`sattn.linalg.independent_rows`), and every candidate's ``K`` column is its vector in
+   that basis's orthonormal coordinates, so the draw is a function of its seed.
 3. **Completing the same draw (stage 2).** Otherwise the rest of ``Z`` is generated conditionally
    on everything drawn so far: ``Z_rest = Qt O^T R_W`` with ``Qt`` the orthonormal factor of
    ``Z' = [T, X]`` (``X`` fresh Gaussian). The first ``r`` columns of ``Qt`` are ``T R_T^{-1}``,
@@ -80,6 +85,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
+from ..linalg import independent_rows
 from .._validate import MAX_DRAWS, MAX_L, check_int, check_real, check_rng, check_size
 from ..results import Result
 from .target import SparseTarget, draw_generator, prepare_target
@@ -90,7 +96,9 @@ __flat__ = ["FastEngine", "DrawOutcome", "LevelResult"]
 __all__ = [*__flat__, "BATCH_DRAWS", "BATCH_MAX_L", "ENGINE_VERSION", "FLOAT32_STAGE1_MIN_L", "REST_RATIO"]
 
 #: Identifies how the fast engine turns a seed into a draw; part of every task's parameters, so
-#: results of another engine version are refused on resume instead of being mixed in.
+#: results of another engine version are refused on resume instead of being mixed in. Version
+#: ``fast-3`` will be ``span_basis=True`` (see :class:`FastEngine`), which computes exactly what
+#: ``fast-2`` computes on every draw whose stage-1 candidates are independent.
 ENGINE_VERSION = "fast-2"
 
 _U32 = 2.0 ** -24
@@ -217,7 +225,8 @@ class _Draw:
     ZJ32: np.ndarray | None = None  # Z_J in float32, rows [:m] of the "Z32" workspace (if kept)
     zj_norm: float | None = None    # largest row norm of Z_J (float32 rows, rounded up)
     T: np.ndarray | None = None     # thin Haar factor's Gaussian (n x r, float32)
-    qr_in: np.ndarray | None = None  # R_W u_l of the candidates (None: not checked outside J)
+    qr_in: np.ndarray | None = None  # R_W u_l of a basis of the candidates (None: not checked
+    dependent: bool = False         # outside J); whether the candidates' vectors were dependent
     Zp: np.ndarray | None = None    # Z' = [T, X] (float32)
     Zp64: np.ndarray | None = None
     Mt: np.ndarray | None = None    # R'^{-1} O^T R_W
@@ -261,6 +270,13 @@ class FastEngine:
         operations of a draw outweighs its arithmetic), else 1. Batching never changes a result
         (see :meth:`level`). At most 1024 (``MAX_BATCH``): the stacked arrays grow with it.
         A size above its cap is a :class:`sattn.SizeTooLargeError`.
+    span_basis : bool, default False
+        When stage 1's candidates are linearly dependent, take a basis of their span chosen
+        exactly on ``B`` (module docs, item 2), so that the draw is a function of its seed. The
+        default, False, factorizes them as they are (engine version ``fast-2``, with which the
+        shipped data were computed), which leaves part of such a draw to rounding. True will be
+        engine version ``fast-3``; on a draw whose candidates are independent both compute the
+        same numbers.
 
     References
     ----------
@@ -277,6 +293,7 @@ class FastEngine:
     max_block: int = 1024
     use_float32: bool = True
     batch: int | None = None
+    span_basis: bool = False
     target: SparseTarget = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -292,9 +309,10 @@ class FastEngine:
         self.candidates = check_size("candidates", self.candidates, low=0, cap=MAX_L, why=rows)
         self.first_block = check_size("first_block", self.first_block, cap=MAX_L, why=rows)
         self.max_block = check_size("max_block", self.max_block, cap=MAX_L, why=rows)
-        if not isinstance(self.use_float32, (bool, np.bool_)):
-            raise TypeError(f"use_float32 must be a bool, got {self.use_float32!r} "
-                            f"({type(self.use_float32).__name__})")
+        for name in ("use_float32", "span_basis"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {value!r} ({type(value).__name__})")
         if self.batch is not None:
             self.batch = _check_batch(self.batch)
         # the large-L path (module docs, items 2 and 5): float32 stage 1, transposed blocks
@@ -643,15 +661,42 @@ class FastEngine:
             return int(cand[int(np.argmin(mc))])
         if n and mc.min() >= -1e-9:     # no violation on J: look at the other columns too
             dr.cand = cand
-            dr.qr_in = dr.RW @ Uc.T                                     # R_W u_l = O [K; 0]
-            K = np.linalg.qr(dr.qr_in, mode="r")[:r]
-            dr.T = rng.standard_normal((n, r), dtype=np.float32)
+            qr_in = dr.RW @ Uc.T                                        # R_W u_l = O [K; 0]
+            basis = self._candidate_basis(cand) if self.span_basis else None
+            if basis is None:                   # independent candidates (the common case)
+                dr.qr_in = qr_in
+                K = np.linalg.qr(qr_in, mode="r")[:r]
+            else:                               # a basis of their span, then every candidate
+                dr.qr_in = qr_in[:, basis]      # in the coordinates of its orthonormal factor
+                K = np.linalg.qr(dr.qr_in)[0].T @ qr_in
+                dr.dependent = True
+            dr.T = rng.standard_normal((n, K.shape[0]), dtype=np.float32)
             T64 = dr.T.astype(np.float64)
             Grest = T64 @ _solve_upper(_cholesky_upper(T64.T @ T64), K)
             mc = self._row_margins(cand, gsJ, np.maximum(off, Grest.max(axis=0)))
         if mc.min() < -1e-9:
             return int(cand[int(np.argmin(mc))])
         return None
+
+    def _candidate_basis(self, cand):
+        """None when the vectors ``u_l`` of the candidates ``cand`` are linearly independent;
+        otherwise the positions in ``cand`` of a basis of their span.
+
+        ``u_l`` is ``(L/d) B_l Z C^{-1}``, so the candidates' vectors are dependent exactly when
+        their rows of ``B`` are (for independent rows, with probability one, since there are at
+        most ``d`` of them). That is decided on ``B``, exactly (:func:`sattn.linalg.independent_rows`,
+        greedy in the candidates' order), never on the rounded ``u_l``: a QR factorization of
+        dependent vectors would take the rest of the draw from rounding noise. Equal rows of
+        ``B`` (two rows with the same constraint) are the usual cause, for ``k >= 2``.
+        """
+        t = self.target
+        cols = t.cols[cand]
+        uniq, inv = np.unique(cols, return_inverse=True)
+        M = np.zeros((cand.size, uniq.size))
+        np.add.at(M, (np.repeat(np.arange(cand.size), cols.shape[1]), inv.ravel()),
+                  t.bvals[cand].ravel())
+        keep = independent_rows(M)
+        return None if keep.size == cand.size else keep
 
     def _complete(self, dr: _Draw, rng) -> None:
         """Stage 2, the numbers: complete the same draw, conditionally on ``R_W`` and on ``Q P``.

@@ -34,7 +34,8 @@ from .._validate import as_float_array, check_int
 from ..linalg import ordered_matmul
 from ..rounding import portable_exp
 
-__flat__ = __all__ = ["FORMATS", "MODES", "FloatFormat", "float_format", "round_to", "FormatArithmetic"]
+__flat__ = ["FORMATS", "MODES", "FloatFormat", "float_format", "round_to", "FormatArithmetic"]
+__all__ = [*__flat__, "exponent_bits"]
 
 #: The named formats, widest first.
 FORMATS = ("float64", "float32", "bfloat16", "float16")
@@ -119,6 +120,32 @@ def float_format(fmt) -> FloatFormat:
         return FloatFormat(f"{int(fmt)}-bit", int(fmt), math.inf, "float64")
     raise TypeError(f"fmt must be a format name ({', '.join(FORMATS)}), an integer number of bits or a "
                     f"FloatFormat, got {type(fmt).__name__} {fmt!r}")
+
+
+def exponent_bits(values) -> int:
+    """Exponent bits a float format needs to hold the nonzero ``values`` after rounding.
+
+    The count covers the binades from the smallest to the largest nonzero magnitude, one more
+    binade for a rounding carry at the top, and one code for zero: ``ceil(log2(span + 1))`` with
+    ``span`` the number of binades plus 2 (at least 1 bit). The width x bits frontier and the
+    codes of Chapter 18 count a format's exponent this way.
+
+    Parameters
+    ----------
+    values : array_like
+        Finite real numbers (any shape); zeros are ignored.
+
+    Returns
+    -------
+    int
+    """
+    x = np.abs(as_float_array("values", values))
+    x = x[x > 0]
+    if x.size == 0:
+        return 1
+    _, e = np.frexp(x)
+    span = int(e.max() - e.min()) + 2            # binades, one more for a rounding carry, zero
+    return max(1, math.ceil(math.log2(span + 1)))
 
 
 def round_to(x, fmt) -> np.ndarray:

@@ -42,7 +42,7 @@ __all__ = [
     "read_manifest",
     "write_manifest",
     "versions", "write_csv", "command_line",
-    "is_regular_file", "previous_manifest", "sha256_bytes", "sha256_file",
+    "is_regular_file", "previous_manifest", "sha256_bytes", "sha256_file", "task_record",
 ]
 
 #: Key of a manifest's own checksum: SHA-256 of the canonical JSON of every other field.
@@ -159,6 +159,13 @@ def _loads(data: bytes):
         return json.loads(data)
     except RecursionError:
         raise ValueError("JSON nested too deeply to be a record") from None
+
+
+def task_record(payload: dict) -> bytes:
+    """The bytes of a task's result file: ``payload`` with the SHA-256 of its canonical JSON
+    (what :meth:`TaskStore.load` checks)."""
+    rec = {"payload": payload, "sha256": sha256_bytes(_canonical(payload))}
+    return json.dumps(rec, sort_keys=True).encode()
 
 
 def sha256_bytes(b: bytes) -> str:
@@ -399,8 +406,7 @@ class TaskStore:
         if lock is not None and not (isinstance(lock, OutputLock) and lock.covers(self.root)):
             raise StoreError(f"writing a result to {self.root} needs the output folder's lock "
                              "(OutputLock) held by this process")
-        rec = {"payload": payload, "sha256": sha256_bytes(_canonical(payload))}
-        _atomic_write(self.path(task), json.dumps(rec, sort_keys=True).encode())
+        _atomic_write(self.path(task), task_record(payload))
 
 
 def write_csv(path, columns, rows) -> bytes:

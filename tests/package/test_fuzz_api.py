@@ -669,12 +669,12 @@ spec("live_explorer", lambda: dict(render=lambda n: f"<b>{n}</b>", n=_widget()),
 # ---- engine and experiments
 spec("FastEngine", lambda: dict(A=_A4(), eps1=1.0, eps2=0.5, partial_fraction=0.5, probe_fraction=0.1,
                                 candidates=32, first_block=64, max_block=1024, use_float32=True,
-                                batch=None),
+                                batch=None, span_basis=False),
      A=matrix("target pattern", **TARGET), **_EPS,
      partial_fraction=real("probability", low=0.0, high=1.0, low_open=True),
      probe_fraction=real("probability", low=0.0, high=1.0, low_open=True),
      candidates=integer(low=0), first_block=integer(low=1), max_block=integer(low=1),
-     use_float32=boolean(), batch=integer(low=1, none_ok=True))
+     use_float32=boolean(), batch=integer(low=1, none_ok=True), span_basis=boolean())
 spec("draw_generator", lambda: dict(root_seed=1, key=(0, 1)),
      root_seed=integer(low=0), key=custom("seed key", ["abc", None, 5, 1.5, {"a": 1}, (-1,), (0.5, 1),
                                                          ("a",), (None,), (True,)]))

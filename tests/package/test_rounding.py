@@ -203,6 +203,58 @@ def test_factorize_gives_the_same_seeded_draw_whatever_lapacks_signs(monkeypatch
 
 
 # ------------------------------------------------------------------ fixed-order products, exp
+def _exact_rank(M) -> int:
+    rows = [[Fraction(float(x)) for x in r] for r in np.asarray(M)]
+    rank, col = 0, 0
+    while rank < len(rows) and col < len(rows[0]):
+        piv = next((i for i in range(rank, len(rows)) if rows[i][col]), None)
+        if piv is None:
+            col += 1
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        for i in range(len(rows)):
+            if i != rank and rows[i][col]:
+                f = rows[i][col] / rows[rank][col]
+                rows[i] = [a - f * b for a, b in zip(rows[i], rows[rank])]
+        rank, col = rank + 1, col + 1
+    return rank
+
+
+def test_independent_rows_keeps_exactly_the_rows_independent_of_those_before():
+    from sattn.linalg import independent_rows
+    # equal rows; a 4-cycle of pairs (ab + cd = ac + bd); a zero row; a full-rank matrix
+    assert independent_rows([[1.0, 1, 0], [1.0, 1, 0], [0, 1, 1]]).tolist() == [0, 2]
+    cycle = [[1.0, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 0, 1]]
+    assert independent_rows(cycle).tolist() == [0, 1, 2, 4]
+    assert independent_rows([[0.0, 0], [2, 3], [0, 0]]).tolist() == [1]
+    assert independent_rows(np.eye(5)).tolist() == [0, 1, 2, 3, 4]
+    # random sparse matrices with small integer entries: the greedy's defining property
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        r, c = rng.integers(2, 12), rng.integers(2, 12)
+        M = rng.integers(-2, 3, (r, c)) * (rng.random((r, c)) < 0.4)
+        M[rng.integers(r)] = M[rng.integers(r)]          # often an equal pair
+        keep = independent_rows(M.astype(float)).tolist()
+        for i in range(r):
+            assert (i in keep) == (_exact_rank(M[:i + 1]) > _exact_rank(M[:i])), (M, keep)
+
+
+def test_independent_rows_decides_near_ties_exactly():
+    """Rows that differ by far less than the SVD can resolve are independent, and exactly
+    dependent rows whose floats do not look so are dependent: the exact path decides both."""
+    from sattn.linalg import independent_rows
+    a = np.array([0.1, 0.7, 1.3])
+    assert independent_rows([a, a + np.array([0, 0, 2.0 ** -40])]).tolist() == [0, 1]
+    assert independent_rows([a, np.nextafter(a, 2)]).tolist() == [0, 1]
+    # 3 * (0.1, 0.7, 1.3) is not the float 3 * a, but (0.25, 0.5) * 3 is exact
+    b = np.array([0.25, 0.5, 0.125])
+    assert independent_rows([b, 3 * b, [1.0, 0, 0]]).tolist() == [0, 2]
+    with pytest.raises(sattn.SizeTooLargeError, match="at most 64"):
+        independent_rows(np.ones((65, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        independent_rows([[1.0, np.nan]])
+
+
 def test_ordered_matmul_is_the_index_order_sum():
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((3, 7)), rng.standard_normal((7, 2))

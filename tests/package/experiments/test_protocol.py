@@ -292,6 +292,36 @@ def test_shipped_data_matches_its_manifest(figure):
     assert all(r["d_min"] is not None and r["levels_tried"] > 1 for r in rows)
 
 
+@pytest.mark.parametrize("folder", ["data", "data/q1"])
+def test_every_shipped_engine_task_is_of_this_engine_version(folder):
+    """Every stored task of the engine experiments was made by the current engine version, or
+    carried over to it from fast-2 by tools/migrate_engine_version.py: such a task names the audit
+    that cleared it, and the audit's record of it (tools/audit_engine_rank.py, committed beside
+    the data) replayed all its draws, matched its stage-1 counts, and met no dependent set of
+    candidates (the only draws on which fast-3 and fast-2 differ)."""
+    data = ROOT / folder
+    log = data / "engine_rank_audit.jsonl"
+    audit = {r["task"]: r for r in map(json.loads, log.read_text().splitlines())} \
+        if log.exists() else {}
+    carried = made = 0
+    for exp in ("fig3", "fig4", "decades", "acceptance"):
+        for f in sorted((data / "tasks" / exp).glob("*.json")):
+            payload = json.loads(f.read_text())["payload"]
+            assert payload["params"]["engine"] == ENGINE_VERSION, f"{f.name}: another engine"
+            note = payload.get("engine_audit")
+            if note is None:
+                made += 1
+                continue
+            rec = audit[f.name]
+            draws = sum(lv[1] for lv in payload["result"]["levels"])
+            assert note["from"] == "fast-2" and note["dependent_draws"] == 0, f.name
+            assert rec["dependent_draws"] == 0 and rec["faithful"], f.name
+            assert rec["draws"] == note["draws"] == draws, f.name
+            assert rec["method"] == ("target" if payload["params"]["k"] == 1 else "replay")
+            carried += 1
+    assert carried + made > 100
+
+
 def test_shipped_q1_data_matches_its_manifest_and_never_raises_d_min():
     """data/q1 (profile paper-q1, the paper's budget Q = 1): checksums, engine, the four lengths for
     all twelve settings, and d_min at most the shipped Q = 0.1 value (same targets, nested draws)."""
