@@ -81,9 +81,10 @@ def run_tasks(tasks, compute, store: TaskStore, lock: OutputLock, *, desc: str, 
     tasks : list
         Tasks with a ``task_id`` and ``params()`` (what :class:`~sattn.runs.store.TaskStore`
         stores them by).
-    compute : callable
+    compute : callable or None
         ``compute(task) -> payload`` (a JSON-able dict); a module-level function, so that
-        workers can import it.
+        workers can import it. None computes nothing: the run returns the stored results only
+        (an experiment that publishes what a stopped run has).
     store, lock : TaskStore, OutputLock
         Where results go, and the lock of the output folder, held by the caller.
     desc : str
@@ -110,7 +111,7 @@ def run_tasks(tasks, compute, store: TaskStore, lock: OutputLock, *, desc: str, 
         if rec is not None:
             payloads[t.task_id] = rec
     reused = [t.task_id for t in tasks if t.task_id in payloads]
-    todo = [t for t in tasks if t.task_id not in payloads]
+    todo = [t for t in tasks if t.task_id not in payloads] if compute is not None else []
     if cost is not None:
         todo.sort(key=lambda t: -cost(t))
     t0 = time.perf_counter()

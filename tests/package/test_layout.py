@@ -211,7 +211,8 @@ def test_one_loop_runs_every_task_store():
     :func:`~sattn.runs.runner.run_in_store` opens a store for): the modules that run tasks into a
     store call one of them rather than loading, computing and saving themselves."""
     paths = dict(MODULES)
-    for m in ("sattn.experiments.protocol", "sattn.frontier", "sattn.codes.measure"):
+    for m in ("sattn.experiments.protocol", "sattn.experiments.acceptance.design",
+              "sattn.frontier", "sattn.codes.measure"):
         text = paths[m].read_text()
         assert ("run_tasks(" in text or "run_in_store(" in text) and "store.save(" not in text \
             and "store.load(" not in text, m

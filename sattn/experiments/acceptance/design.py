@@ -19,9 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from joblib import Parallel, delayed
-from tqdm.auto import tqdm
-
 from ..._validate import check_bool, check_int, check_real
 from ..engine import ENGINE_VERSION, FastEngine
 from ..setups import (
@@ -34,10 +31,10 @@ from ..setups import (
     parse_setups,
 )
 from ...runs.host import machine, one_blas_thread
+from ...runs.runner import run_in_store
 from ...runs.store import (
     OutputLock,
     command_line,
-    exit_with_parent,
     StoreError,
     TaskStore,
     previous_manifest,
@@ -334,16 +331,6 @@ def _peak_rss_mib() -> float:
     return round(peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10), 1)
 
 
-def _run_in_worker(task, parent):
-    """Compute one curve and return it; the process that holds the output lock writes it.
-
-    A worker exits as soon as ``parent`` dies (:func:`~sattn.runs.store.exit_with_parent`),
-    so a killed run leaves nothing computing, and nothing writing, for nobody.
-    """
-    exit_with_parent(parent)
-    return task, run_acceptance_task(task)
-
-
 ACCEPTANCE_COLUMNS = ["setup", "L", "target", "d", "draws", "successes"]
 
 
@@ -394,34 +381,13 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     with OutputLock(out) as lock:
         store = TaskStore(out / "tasks" / "acceptance")
         previous, missing = previous_manifest(out, "acceptance", store)
-        store.clean_temporaries(lock)
-        payloads = {t.task_id: rec for t in tasks if (rec := store.load(t)) is not None}
-        reused = sorted(payloads)
-        todo = [t for t in tasks if t.task_id not in payloads] if compute else []
-        absent = [t.task_id for t in tasks if t.task_id not in payloads]
-        if not compute and not payloads:
+        run = run_in_store(tasks, run_acceptance_task if compute else None, out, "acceptance",
+                           lock, desc="acceptance", jobs=jobs, progress=progress)
+        if not run.payloads:            # only without compute: nothing stored, nothing computed
             raise ExperimentError(f"no finished curve in {store.root}: nothing to write; run "
                                   "without --no-compute first")
-        t0 = time.perf_counter()
-        computed = []
-        bar = tqdm(total=len(tasks), desc="acceptance", unit="task", disable=not progress,
-                   dynamic_ncols=True)
-        bar.update(len(reused))
-        try:
-            if jobs == 1:
-                results = ((t, run_acceptance_task(t)) for t in todo)
-            else:
-                results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(_run_in_worker)(t, os.getpid()) for t in todo)
-            for task, payload in results:
-                store.save(task, payload, lock=lock)      # only this process writes
-                payloads[task.task_id] = payload
-                computed.append(task.task_id)
-                bar.update(1)
-        finally:
-            bar.close()
-        wall = time.perf_counter() - t0
-        missing_now = [tid for tid in absent if tid not in payloads]
+        payloads, computed, reused, wall = run.payloads, run.computed, sorted(run.reused), run.wall
+        missing_now = [t.task_id for t in tasks if t.task_id not in payloads]
         tasks = [t for t in tasks if t.task_id in payloads]
         rows = []
         for t in tasks:
