@@ -88,15 +88,17 @@ def test_the_migration_refuses_to_run_before_fast3_is_the_default(capsys):
     assert "span_basis=True its default" in capsys.readouterr().err
 
 
-def test_the_committed_audit_covers_every_stored_task_as_it_is():
-    """data/engine_rank_audit.jsonl holds one record for each stored engine task of data/, with
-    the draw count of the task's file (except a task recomputed by a later engine version)."""
-    log = REPO / "data" / "engine_rank_audit.jsonl"
+@pytest.mark.parametrize("folder", ["data", "data/q1"])
+def test_the_committed_audit_covers_every_stored_task_as_it_is(folder):
+    """<folder>/engine_rank_audit.jsonl holds one record for each stored engine task of the
+    folder, with the draw count of the task's file (except a task recomputed by a later engine
+    version)."""
+    log = REPO / folder / "engine_rank_audit.jsonl"
     if not log.exists():
         pytest.skip("no audit in this checkout")
     audit = {r["task"]: r for r in map(json.loads, log.read_text().splitlines())}
     files = [f for e in audit_engine_rank.EXPERIMENTS
-             for f in sorted((REPO / "data" / "tasks" / e).glob("*.json"))]
+             for f in sorted((REPO / folder / "tasks" / e).glob("*.json"))]
     assert {f.name for f in files} == set(audit)
     for f in files:
         payload = json.loads(f.read_text())["payload"]
