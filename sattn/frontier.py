@@ -41,7 +41,7 @@ import scipy.sparse as sps
 from ._validate import as_float_array, as_matrix, check_bool, check_int, check_real
 from .experiments.acceptance.analysis import analyse_setting, curves_by_setting
 from .experiments.acceptance.design import load_acceptance
-from .experiments.engine import FastEngine
+from .experiments.engine import ENGINE_VERSION, FastEngine
 from .runs.runner import run_in_store
 from .runs.store import OutputLock, StoreError, versions, write_csv, write_manifest
 from .experiments.target import draw_generator, prepare_target
@@ -436,6 +436,7 @@ class FrontierTask:
                "float_check": FLOAT_CHECK}
         if self.construction == "algorithm1":
             out["d_log_law"] = self.d_log_law
+            out["engine"] = ENGINE_VERSION   # its draws come from the fast engine
         return out
 
 

@@ -1,15 +1,16 @@
 """Which stored engine tasks drew from a dependent set of stage-1 candidates.
 
-Engine version ``fast-2`` (:class:`~sattn.experiments.engine.FastEngine` with its default
-``span_basis=False``) factorizes the vectors of its stage-1 candidates with LAPACK's QR even when
-they are linearly dependent (two candidates with equal rows of ``B``, say); the part of the draw
-that such a factorization leaves free then comes from rounding noise, and differs between kernel
-sets. ``span_basis=True``, the coming version ``fast-3``, takes a defined basis of their span
-instead, and computes exactly what ``fast-2`` computes whenever the candidates are independent.
+Engine version ``fast-2`` (:class:`~sattn.experiments.engine.FastEngine` with
+``span_basis=False``, its default until ``fast-3``) factorizes the vectors of its stage-1
+candidates with LAPACK's QR even when they are linearly dependent (two candidates with equal rows
+of ``B``, say); the part of the draw that such a factorization leaves free then comes from
+rounding noise, and differs between kernel sets. ``span_basis=True``, version ``fast-3`` (the
+default now), takes a defined basis of their span instead, and computes exactly what ``fast-2``
+computes whenever the candidates are independent.
 
 So a stored ``fast-2`` task is also a ``fast-3`` result when none of its draws met a dependent
-candidate set. The replay runs with ``span_basis=True``. This tool decides that for every stored task of the engine experiments (``fig3``,
-``fig4``, ``decades``, ``acceptance``) by replaying stage 1 of each recorded draw, which is where
+candidate set. This tool decides that for every stored ``fast-2`` task of the engine experiments
+(``fig3``, ``fig4``, ``decades``, ``acceptance``) by replaying stage 1 of each recorded draw, where
 the candidates are chosen: the levels and draw counts come from the task's record, the draws from
 its seed keys, and the partial set switches after the first draw that survives stage 1, as in
 :meth:`sattn.experiments.engine.FastEngine.level`. Stage 2 (completion and screening, most of the
@@ -19,8 +20,9 @@ width without a dependent draw, or the task is reported as not replayed faithful
 Each draw depends only on its own seed key and on whether an earlier draw of the same width
 survived stage 1, so the widths without a dependent draw are the same in both versions. For a
 task with dependent draws, the widths that hold them are recomputed in full by the current engine
-(stage 2 included, with ``span_basis=True``) and compared with the record: when every one is equal, the whole task is (the
-search over widths sees the same records), and it too can be carried over.
+(stage 2 included, with ``span_basis=True``) and compared with the record: when every one is
+equal, the whole task is (the search over widths sees the same records), and it too can be
+carried over.
 
 Targets with ``k = 1`` put at most one nonzero in each column, so distinct rows of ``B`` have
 disjoint supports and are always independent; those tasks are checked from the target alone.

@@ -3,8 +3,8 @@
 ``tools/audit_engine_rank.py`` replays stage 1 of every recorded draw and finds the tasks in
 which no draw met a dependent set of candidates; on those version ``fast-3``
 (``FastEngine(span_basis=True)``) computes exactly what ``fast-2`` did (see ``ENGINE_VERSION`` in
-:mod:`sattn.experiments.engine`). It runs once ``fast-3`` is the engine's default. This tool, for
-each engine experiment (``fig3``, ``fig4``, ``decades``, ``acceptance``):
+:mod:`sattn.experiments.engine`). It ran once, when ``fast-3`` became the engine's default, and
+changes nothing in a folder already carried over. This tool, for each engine experiment (``fig3``, ``fig4``, ``decades``, ``acceptance``):
 
 * rewrites each cleared task with ``params.engine`` set to the current version and an
   ``engine_audit`` entry that says where it came from (the old version, the draws and

@@ -10,8 +10,9 @@ recomputed on another machine (another CPU, BLAS build, kernel set or thread cou
 same record. This script picks, for each experiment (fig3, fig4, decades, acceptance, width-bits),
 ``--per-experiment`` stored tasks spread evenly over their run times (each stored d_min search and
 acceptance curve contains the widths next to its threshold, where a decision is closest to a
-tie), recomputes them with the checkout's ``sattn``, and compares the canonical JSON
-of each record without its run times. It prints one line per task and exits 1 on any difference.
+tie), recomputes them with the checkout's ``sattn``, and compares the canonical JSON of each
+record without its run times and peak memory. It prints one line per task and exits 1 on any
+difference.
 
 To check portability across BLAS kernel sets, run it by hand once per kernel set, e.g.
 ``OPENBLAS_CORETYPE=Prescott python tools/recompute_tasks.py`` (the README lists the sets tried);
@@ -51,9 +52,10 @@ def _experiments():
 
 
 def comparable(payload: dict) -> bytes:
-    """The record without its run times (and the provenance of a task carried over from an older
-    engine version), as canonical JSON."""
-    p = {k: v for k, v in payload.items() if k not in ("seconds", "engine_audit")}
+    """The record without what measures the run rather than the result (its run time, an
+    acceptance curve's peak memory) and without the provenance of a task carried over from an
+    older engine version, as canonical JSON."""
+    p = {k: v for k, v in payload.items() if k not in ("seconds", "peak_rss_mib", "engine_audit")}
     if "rows" in p:
         p["rows"] = [r[:SECONDS_COLUMN] + r[SECONDS_COLUMN + 1:] for r in p["rows"]]
     return json.dumps(p, sort_keys=True, separators=(",", ":")).encode()

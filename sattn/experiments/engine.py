@@ -31,10 +31,11 @@ without any ``L x L`` array and without an SVD or a QR factorization:
    Gaussian ``T`` (``(L - |J|) x r``, ``R_T`` its Cholesky factor). A violation ends the draw;
    the rest of ``Z`` is never generated. When the candidates' vectors are linearly dependent
    (equal rows of ``B``, for instance, which occur for ``k >= 2``), a QR factorization of them
-   leaves part of ``O``, and so of the draw, to rounding. With ``span_basis=True``, ``r`` is the
-   dimension of their span, ``O`` is built from a basis of it chosen exactly on ``B``
-   (:func:`sattn.linalg.independent_rows`), and every candidate's ``K`` column is its vector in
-   that basis's orthonormal coordinates, so the draw is a function of its seed.
+   would leave part of ``O``, and so of the draw, to rounding. So ``r`` is the dimension of
+   their span, ``O`` is built from a basis of it chosen exactly on ``B``
+   (:func:`sattn.linalg.independent_rows`, greedy in the candidates' order), and every
+   candidate's ``K`` column is its vector in that basis's orthonormal coordinates: the draw is
+   a function of its seed.
 3. **Completing the same draw (stage 2).** Otherwise the rest of ``Z`` is generated conditionally
    on everything drawn so far: ``Z_rest = Qt O^T R_W`` with ``Qt`` the orthonormal factor of
    ``Z' = [T, X]`` (``X`` fresh Gaussian). The first ``r`` columns of ``Qt`` are ``T R_T^{-1}``,
@@ -97,9 +98,10 @@ __all__ = [*__flat__, "BATCH_DRAWS", "BATCH_MAX_L", "ENGINE_VERSION", "FLOAT32_S
 
 #: Identifies how the fast engine turns a seed into a draw; part of every task's parameters, so
 #: results of another engine version are refused on resume instead of being mixed in. Version
-#: ``fast-3`` will be ``span_basis=True`` (see :class:`FastEngine`), which computes exactly what
-#: ``fast-2`` computes on every draw whose stage-1 candidates are independent.
-ENGINE_VERSION = "fast-2"
+#: ``fast-3`` takes a defined basis of dependent stage-1 candidates (``span_basis=True``, see
+#: :class:`FastEngine`); it computes exactly what ``fast-2`` (``span_basis=False``) computed on
+#: every draw whose stage-1 candidates are independent.
+ENGINE_VERSION = "fast-3"
 
 _U32 = 2.0 ** -24
 
@@ -270,13 +272,13 @@ class FastEngine:
         operations of a draw outweighs its arithmetic), else 1. Batching never changes a result
         (see :meth:`level`). At most 1024 (``MAX_BATCH``): the stacked arrays grow with it.
         A size above its cap is a :class:`sattn.SizeTooLargeError`.
-    span_basis : bool, default False
+    span_basis : bool, default True
         When stage 1's candidates are linearly dependent, take a basis of their span chosen
-        exactly on ``B`` (module docs, item 2), so that the draw is a function of its seed. The
-        default, False, factorizes them as they are (engine version ``fast-2``, with which the
-        shipped data were computed), which leaves part of such a draw to rounding. True will be
-        engine version ``fast-3``; on a draw whose candidates are independent both compute the
-        same numbers.
+        exactly on ``B`` (module docs, item 2), so that the draw is a function of its seed
+        (engine version ``fast-3``). False factorizes them as they are, as engine version
+        ``fast-2`` did, which leaves part of such a draw to rounding; it is kept only to replay
+        and audit ``fast-2`` results (``tools/audit_engine_rank.py``). On a draw whose
+        candidates are independent both compute the same numbers.
 
     References
     ----------
@@ -293,7 +295,7 @@ class FastEngine:
     max_block: int = 1024
     use_float32: bool = True
     batch: int | None = None
-    span_basis: bool = False
+    span_basis: bool = True
     target: SparseTarget = field(init=False, repr=False)
 
     def __post_init__(self):

@@ -104,8 +104,8 @@ print(json.dumps({"Q": r.Q.tolist(), "K": r.K.tolist(), "it": list(r.iterations)
 def test_the_engine_draws_the_same_numbers_when_its_candidates_are_dependent():
     """Rows of B that come in equal pairs make stage 1's candidates linearly dependent; with
     ``span_basis=True`` the completed draw is still a function of the seed (up to rounding), not
-    of how LAPACK's QR rounds. The default (engine version fast-2, with which the shipped data
-    were made) takes part of such a draw from that rounding, and moves."""
+    of how LAPACK's QR rounds (engine version fast-3, the default). ``span_basis=False`` (version
+    fast-2, kept to audit its results) takes part of such a draw from that rounding, and moves."""
     code = """
 import json
 import numpy as np

@@ -457,7 +457,13 @@ def load_acceptance(data_dir="data", *, verify=True) -> list[dict]:
                                       "reproduce acceptance`.")
     if verify and sha256_file(cpath) != man.get("checksums", {}).get("csv"):
         raise StoreError(f"{cpath} does not match its manifest checksum")
-    with open(cpath, newline="") as f:
+    return read_acceptance_csv(cpath)
+
+
+def read_acceptance_csv(path) -> list[dict]:
+    """Rows of an acceptance CSV (the columns of :func:`load_acceptance`), integers parsed; no
+    checksum is verified here (the callers that know one do)."""
+    with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
         for c in ("L", "target", "d", "draws", "successes"):

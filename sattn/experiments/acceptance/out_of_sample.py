@@ -22,15 +22,18 @@ References
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
 from ..._validate import check_int, check_rng
 from ...results import Result
+from ...runs.store import StoreError, sha256_file
 from .analysis import PRIMARY_MIN_L, validate_estimates, boxcox_profile
+from .design import read_acceptance_csv
 from .robust import fit_loglog_family
 
 __flat__: list[str] = []
@@ -277,3 +280,40 @@ def exact_model_predictions(path, *, setups=OOS_SETUPS, lengths=OOS_LENGTHS) -> 
 
 
 __all__ += ["EXACT_MODEL", "exact_model_predictions"]
+
+#: Under the data folder: the acceptance curves as they were when the predictions were
+#: registered, the file whose checksum ``fitted_on`` of ``registration/out_of_sample.json`` names.
+REGISTERED_CURVES = "registration/acceptance_at_registration.csv"
+
+
+def registered_acceptance(data_dir="data") -> list[dict]:
+    """The acceptance rows on which the out-of-sample predictions were fitted.
+
+    ``data/acceptance.csv`` changed after the registration: 14 of its 1,260 rows, all of
+    ``k = 2`` settings, were recomputed when the fast engine began to draw dependent stage-1
+    candidates from a defined basis (engine version ``fast-3``; :ref:`ch-computation`). The
+    registered numbers are reproduced from the copy kept under :data:`REGISTERED_CURVES`,
+    which must have the checksum that the registration records.
+
+    Raises
+    ------
+    StoreError
+        The copy or the registration is missing, or the copy's checksum is not the registered
+        one.
+    """
+    data = Path(data_dir)
+    reg_path = data / "registration" / "out_of_sample.json"
+    path = data / REGISTERED_CURVES
+    for p in (reg_path, path):
+        if not p.exists():
+            raise StoreError(f"{p} is missing; restore it from git (it is part of the registration)")
+    found = re.search(r"checksum ([0-9a-f]{64})", json.loads(reg_path.read_text())["fitted_on"])
+    if found is None:
+        raise StoreError(f"{reg_path}: 'fitted_on' names no checksum of the curves")
+    if sha256_file(path) != found.group(1):
+        raise StoreError(f"{path} is not the file the registration was fitted on: its checksum "
+                         f"is not {found.group(1)}")
+    return read_acceptance_csv(path)
+
+
+__all__ += ["REGISTERED_CURVES", "registered_acceptance"]

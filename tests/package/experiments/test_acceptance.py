@@ -223,14 +223,23 @@ def test_quantile_of_a_flat_fit_is_nan_without_a_warning():
 
 def test_the_design_anchor_is_the_decades_data():
     """DECADES_DMIN_MEAN, frozen at registration, is the mean first-success width of the shipped
-    decades data per (setting, L), to one decimal."""
+    decades data per (setting, L), to one decimal, except at the one anchor that engine version
+    fast-3 moved: one draw of (k2-g2-e7-0.5, L = 256, target 2) met dependent stage-1
+    candidates, and that target's d_min went from 81 to 76, the mean from 82.0 to 80.3. The
+    registered designs keep the frozen anchor (they were committed before the data they judge)."""
     from pathlib import Path
 
     from sattn.experiments.acceptance.design import DECADES_DMIN_MEAN
     from sattn.experiments.protocol import load_figure
 
+    moved = {("k2-g2-e7-0.5", 256): (82.0, 80.3)}
     rows = load_figure("decades", Path(__file__).resolve().parents[3] / "data")
     for name, by_L in DECADES_DMIN_MEAN.items():
         for L, mean in by_L.items():
             d = [r["d_min"] for r in rows if r["setup"] == name and r["L"] == L]
-            assert len(d) == 3 and round(sum(d) / 3, 1) == mean, (name, L, d, mean)
+            now = round(sum(d) / 3, 1)
+            assert len(d) == 3, (name, L, d)
+            if (name, L) in moved:
+                assert (mean, now) == moved[name, L], (name, L, d, mean)
+            else:
+                assert now == mean, (name, L, d, mean)

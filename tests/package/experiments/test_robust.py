@@ -201,3 +201,25 @@ def test_registered_row_model_file_holds_every_registered_point():
     root = Path(__file__).resolve().parents[3]
     out = oos.exact_model_predictions(root / "data/registration/predictions_exact_model.json")
     assert all(np.isfinite(o[oos.EXACT_MODEL]["pred"]).all() for o in out)
+
+
+def test_the_curves_as_registered_are_verified_by_the_registered_checksum(tmp_path):
+    """registered_acceptance reads the copy of the curves the predictions were fitted on, and
+    refuses a copy whose checksum is not the one the registration records, or a missing one."""
+    import shutil
+    from pathlib import Path
+
+    from sattn.runs.store import StoreError
+    root = Path(__file__).resolve().parents[3]
+    rows = oos.registered_acceptance(root / "data")
+    assert len(rows) == 1260 and {"setup", "L", "target", "d", "draws", "successes"} <= set(rows[0])
+    (tmp_path / "registration").mkdir()
+    shutil.copy(root / "data/registration/out_of_sample.json", tmp_path / "registration")
+    with pytest.raises(StoreError, match="acceptance_at_registration.csv is missing"):
+        oos.registered_acceptance(tmp_path)
+    text = (root / "data" / oos.REGISTERED_CURVES).read_text()
+    (tmp_path / oos.REGISTERED_CURVES).write_text(text.replace(",128,3\n", ",128,4\n", 1))
+    with pytest.raises(StoreError, match="not the file the registration was fitted on"):
+        oos.registered_acceptance(tmp_path)
+    (tmp_path / oos.REGISTERED_CURVES).write_text(text)
+    assert oos.registered_acceptance(tmp_path) == rows
