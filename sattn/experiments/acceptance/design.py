@@ -53,7 +53,8 @@ __all__ = [
     *__flat__,
     "DECADES_DMIN_MEAN", "OUT_OF_SAMPLE_ANCHOR", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
     "extend_widths", "measure_curve", "AcceptanceTask", "acceptance_tasks", "count_accepted",
-    "run_acceptance_task", "reproduce_acceptance", "load_acceptance", "acceptance_profile",
+    "run_acceptance_task", "reproduce_acceptance", "load_acceptance", "read_acceptance_csv",
+    "acceptance_profile",
 ]
 
 #: The mean first-success width of the decades experiment (``data/decades.csv``, three targets,
