@@ -30,7 +30,7 @@ import sys
 
 from ._version import __version__
 from .errors import SizeTooLargeError
-from .experiments.acceptance import reproduce_acceptance
+from .experiments.acceptance import ACCEPTANCE_PROFILES, reproduce_acceptance
 from .runs.bench import main as bench_main
 from .experiments.protocol import FIGURES, reproduce
 from .experiments.setups import PROFILES, SETUPS, ExperimentError, get_profile
@@ -49,9 +49,13 @@ OPTIONS = {"fig3": _GRID, "fig4": _GRID, "decades": (*_GRID, "budget"), "fig5": 
            "acceptance": ("setups", "lengths", "jobs", "no_compute"), "width-bits": ("jobs",),
            "width-codes": ("jobs",)}
 #: The profiles of each experiment (``--profile``).
-EXPERIMENT_PROFILES = {**{f: tuple(PROFILES) for f in FIGURES}, "acceptance": tuple(PROFILES),
+EXPERIMENT_PROFILES = {**{f: tuple(PROFILES) for f in FIGURES},
+                       "acceptance": tuple(ACCEPTANCE_PROFILES),
                        "width-bits": ("quick", "paper"),
                        "width-codes": ("quick", "paper")}
+#: Every profile name some experiment has (``--profile``'s choices; check_options then refuses a
+#: profile that the chosen experiment does not have).
+ALL_PROFILES = tuple(dict.fromkeys(p for ps in EXPERIMENT_PROFILES.values() for p in ps))
 
 
 def check_options(args) -> None:
@@ -150,8 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "writes the results. Not with --jobs")
     r.add_argument("--workers", type=int, default=None,
                    help="worker processes of --scheduler local (default: one per core)")
-    r.add_argument("--profile", default="quick", choices=tuple(PROFILES),
-                   help="quick (default), paper or paper-q1; acceptance also out-of-sample (width-bits: quick or paper)")
+    r.add_argument("--profile", default="quick", choices=ALL_PROFILES,
+                   help="quick (default), paper or paper-q1; acceptance: quick, paper or "
+                        "out-of-sample; width-bits and width-codes: quick or paper")
     r.add_argument("--out", default=None,
                    help="output folder (default: the profile's: data/, data/q1/ or data/quick/)")
     r.add_argument("--budget", type=int, default=None,

@@ -87,6 +87,30 @@ def test_width_bits_refuses_a_profile_it_does_not_have(capsys, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("experiment,profile,has", [
+    ("acceptance", "paper-q1", "paper, out-of-sample, quick"),
+    ("fig3", "out-of-sample", "paper, paper-q1, quick"),
+    ("width-codes", "out-of-sample", "quick, paper"),
+])
+def test_each_experiment_refuses_a_profile_it_does_not_have(experiment, profile, has, capsys,
+                                                            tmp_path):
+    assert exit_status(["reproduce", experiment, "--profile", profile,
+                        "--out", str(tmp_path / "o")]) == 2
+    assert f"{experiment} has the profiles {has}, got '{profile}'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_registered_out_of_sample_command_is_accepted(capsys, tmp_path):
+    """The command the out-of-sample registration names (`reproduce acceptance --profile
+    out-of-sample`) gets past the parser and the option checks: with --no-compute on an empty
+    folder it stops at the store, with the store's own message."""
+    assert exit_status(["reproduce", "acceptance", "--profile", "out-of-sample", "--setups",
+                        "k1-g1-e3-0.9", "--lengths", "65536", "--no-compute", "--no-progress",
+                        "--out", str(tmp_path / "o")]) == 2
+    assert "no finished curve in" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()                   # refused before the folder was touched
+
+
 # ------------------------------------------------------------------ bench: where it writes
 def test_bench_writes_nothing_unless_told():
     assert cli.build_parser().parse_args(["bench"]).out is None

@@ -379,6 +379,10 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     tasks = acceptance_tasks(cfg, setups=setups, lengths=lengths)
     out = Path(out) if out is not None else Path(cfg["out"])
     name = [k for k, v in ACCEPTANCE_PROFILES.items() if v is cfg]
+    if not compute and not any((out / "tasks" / "acceptance").glob("*.json")):
+        # refused before the folder is touched: there is nothing to publish
+        raise ExperimentError(f"no finished curve in {out / 'tasks' / 'acceptance'}: nothing to "
+                              "write; run without --no-compute first")
     with OutputLock(out) as lock:
         store = TaskStore(out / "tasks" / "acceptance")
         previous, missing = previous_manifest(out, "acceptance", store)
