@@ -25,11 +25,11 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from .cluster import connect, n_workers, run_on_cluster
-from .store import OutputLock, TaskStore, exit_with_parent
+from .store import OutputLock, StoreError, TaskStore, exit_with_parent
 
 # Machinery: none of its names is flat (the rule of the flat API: :mod:`sattn`).
 __flat__: list[str] = []
-__all__ = [*__flat__, "Run", "run_in_store", "run_tasks"]
+__all__ = [*__flat__, "Run", "run_by_parts", "run_in_store", "run_tasks"]
 
 
 @dataclass
@@ -162,3 +162,132 @@ def run_in_store(tasks, compute, out, name: str, lock: OutputLock, *, desc: str,
     store.clean_temporaries(lock)
     return run_tasks(tasks, compute, store, lock, desc=desc, jobs=jobs, progress=progress,
                      cost=cost)
+
+
+def run_by_parts(tasks, next_parts, compute_part, assemble, out, name: str, lock: OutputLock, *,
+                 desc: str, jobs: int = 1, progress: bool = True, cost=None) -> Run:
+    """:func:`run_in_store` for tasks made of parts decided one round at a time: each finished
+    part is stored at once, so an interrupted run loses at most the parts in progress.
+
+    A task whose next parts depend on the results of its earlier ones (an acceptance curve: its
+    initial widths, then each extension width chosen from the counts so far) is run as rounds:
+    every unfinished task names the parts it needs next, all of them are computed together (on
+    ``jobs`` joblib workers; the parts of one task in parallel too) and stored as they arrive in
+    ``<out>/tasks/<name>_parts/<task id>/``, until no task needs another part. A finished task's
+    payload is then assembled from its parts and stored in ``<out>/tasks/<name>/``, like any
+    task of :func:`run_in_store`, and its part files are removed (they hold nothing the task's
+    file does not). A rerun loads what is stored, finished tasks and parts alike, and goes on.
+
+    Parameters
+    ----------
+    tasks : list
+        As in :func:`run_tasks`.
+    next_parts : callable
+        ``next_parts(task, done) -> list``: the parts ``task`` needs next, given ``done``, the
+        payloads of its finished parts in order of completion (an empty list: the task is
+        complete). Parts have a ``task_id`` and ``params()``, like tasks; it must be a function
+        of ``done``'s results only, so that a resumed run asks for the same parts.
+    compute_part : callable
+        ``compute_part(part) -> payload``; a module-level function (workers import it).
+    assemble : callable
+        ``assemble(task, done) -> payload``: the finished task's payload from its parts'.
+    out, name, lock, desc, jobs, progress
+        As in :func:`run_in_store`.
+    cost : callable, optional
+        ``cost(part)``: within a round, the costliest parts start first.
+
+    Returns
+    -------
+    Run
+        Of the tasks (``computed``: the tasks finished by this run, some of whose parts may come
+        from an earlier one; ``wall``: this run's time).
+    """
+    store = TaskStore(Path(out) / "tasks" / name)
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.clean_temporaries(lock)
+    parts_root = Path(out) / "tasks" / f"{name}_parts"
+
+    def part_store(task) -> TaskStore:
+        return TaskStore(parts_root / task.task_id)
+
+    t0 = time.perf_counter()
+    payloads, reused, computed = {}, [], []
+    done: dict = {}
+    for t in tasks:
+        rec = store.load(t)
+        if rec is not None:
+            payloads[t.task_id] = rec
+            reused.append(t.task_id)
+            _remove_parts(part_store(t), lock)      # left by a run killed before it removed them
+        else:
+            ps = part_store(t)
+            if ps.root.is_dir():
+                ps.clean_temporaries(lock)
+            done[t.task_id] = []
+    rounds = 0
+    while True:
+        wanted = []                                 # (task, part) not yet stored
+        for t in tasks:
+            if t.task_id not in done:
+                continue
+            while True:                             # load stored parts round by round
+                nxt = next_parts(t, done[t.task_id])
+                if not nxt:
+                    break
+                stored = [part_store(t).load(p) for p in nxt]
+                if any(rec is None for rec in stored):
+                    done[t.task_id] += [rec for rec in stored if rec is not None]
+                    wanted += [(t, p) for p, rec in zip(nxt, stored) if rec is None]
+                    break
+                done[t.task_id] += stored
+        if not wanted:
+            break
+        rounds += 1
+        by_store: dict = {}
+        for t, p in wanted:
+            by_store.setdefault(t.task_id, (t, []))[1].append(p)
+        for t, _ in by_store.values():
+            part_store(t).root.mkdir(parents=True, exist_ok=True)
+        owner = {p.task_id: t for t, p in wanted}
+        run = run_tasks([p for _, p in wanted], compute_part, _PartStores(owner, part_store),
+                        lock, desc=f"{desc}, round {rounds}", jobs=jobs, progress=progress,
+                        cost=cost)
+        for pid in run.computed:
+            done[owner[pid].task_id].append(run.payloads[pid])
+    for t in tasks:
+        if t.task_id in done:
+            payload = assemble(t, done[t.task_id])
+            store.save(t, payload, lock=lock)
+            payloads[t.task_id] = payload
+            computed.append(t.task_id)
+            _remove_parts(part_store(t), lock)
+    with contextlib.suppress(OSError):
+        parts_root.rmdir()                          # only when empty
+    return Run(payloads, computed, reused, time.perf_counter() - t0, None)
+
+
+class _PartStores:
+    """The stores of several tasks' parts seen as one (what :func:`run_tasks` saves into):
+    each part goes to its own task's folder."""
+
+    def __init__(self, owner: dict, part_store):
+        self._owner, self._part_store = owner, part_store
+
+    def load(self, part):
+        return self._part_store(self._owner[part.task_id]).load(part)
+
+    def save(self, part, payload, *, lock=None):
+        self._part_store(self._owner[part.task_id]).save(part, payload, lock=lock)
+
+
+def _remove_parts(ps: TaskStore, lock: OutputLock) -> None:
+    """Remove the part files of a stored task, and their folder (under ``lock``)."""
+    if not ps.root.is_dir():
+        return
+    if not lock.covers(ps.root):
+        raise StoreError(f"removing {ps.root} needs the output folder's lock held by this run")
+    for p in ps.root.iterdir():
+        if p.is_file() and (p.suffix == ".json" or p.name.startswith(".tmp-")):
+            p.unlink()
+    with contextlib.suppress(OSError):
+        ps.root.rmdir()

@@ -31,7 +31,7 @@ from ..setups import (
     parse_setups,
 )
 from ...runs.host import machine, one_blas_thread
-from ...runs.runner import run_in_store
+from ...runs.runner import run_by_parts, run_in_store
 from ...runs.store import (
     OutputLock,
     command_line,
@@ -52,9 +52,10 @@ __flat__: list[str] = []
 __all__ = [
     *__flat__,
     "DECADES_DMIN_MEAN", "OUT_OF_SAMPLE_ANCHOR", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
-    "extend_widths", "measure_curve", "AcceptanceTask", "acceptance_tasks", "count_accepted",
-    "run_acceptance_task", "reproduce_acceptance", "load_acceptance", "read_acceptance_csv",
-    "acceptance_profile",
+    "extend_widths", "next_widths", "measure_curve", "AcceptanceTask", "AcceptanceLevel",
+    "DRAWS_PER_PART",
+    "acceptance_tasks", "count_accepted", "run_acceptance_task", "run_acceptance_level",
+    "reproduce_acceptance", "load_acceptance", "read_acceptance_csv", "acceptance_profile",
 ]
 
 #: The mean first-success width of the decades experiment (``data/decades.csv``, three targets,
@@ -192,25 +193,45 @@ def extend_widths(counts, L, rule, direction) -> int | None:
     raise ValueError(f"direction must be 'up' or 'down', got {direction!r}")
 
 
+def next_widths(widths, L, rule, counts) -> list[int]:
+    """The widths a curve measures next, given the ``counts`` (``{d: (draws, successes)}``) it has;
+    an empty list when the curve is complete.
+
+    First the initial ``widths`` not yet counted; then, one at a time, up to ``rule["max"]``
+    widths upwards while the top width accepts fewer than ``rule["high_p"]`` of its draws; then
+    up to ``rule["max"]`` downwards while the bottom one accepts more than ``rule["low_p"]``
+    (:func:`extend_widths`). A function of the counts alone, so a run that stopped half-way asks
+    for the same widths when it resumes.
+    """
+    missing = [d for d in widths if d not in counts]
+    if missing:
+        return missing
+    lo, hi = min(widths), max(widths)
+    if sum(d > hi for d in counts) < rule["max"]:
+        nxt = extend_widths(counts, L, rule, "up")
+        if nxt is not None:
+            return [nxt]
+    if sum(d < lo for d in counts) < rule["max"]:
+        nxt = extend_widths(counts, L, rule, "down")
+        if nxt is not None:
+            return [nxt]
+    return []
+
+
 def measure_curve(widths, L, rule, count):
     """Measure one acceptance curve: ``count(d)`` returns ``(draws, successes)`` at width ``d``.
 
-    The initial ``widths`` first; then up to ``rule["max"]`` widths upwards while the top width
-    accepts fewer than ``rule["high_p"]`` of its draws; then up to ``rule["max"]`` downwards while
-    the bottom one accepts more than ``rule["low_p"]`` (:func:`extend_widths`). Returns
-    ``{d: (draws, successes)}``. The real run and the synthetic calibration both use it, so
-    both follow one design.
+    The widths, in order, are those :func:`next_widths` asks for until it asks for none: the
+    initial ``widths``, then the extensions up, then down. Returns ``{d: (draws, successes)}``.
+    The real run and the synthetic calibration both use it, so both follow one design.
     """
     counts = {}
-    for d in widths:
-        counts[d] = count(d)
-    for direction in ("up", "down"):
-        for _ in range(rule["max"]):
-            nxt = extend_widths(counts, L, rule, direction)
-            if nxt is None or nxt in counts:
-                break
-            counts[nxt] = count(nxt)
-    return counts
+    while True:
+        ws = next_widths(widths, L, rule, counts)
+        if not ws:
+            return counts
+        for d in ws:
+            counts[d] = count(d)
 
 
 def acceptance_profile(profile) -> dict:
@@ -257,6 +278,34 @@ class AcceptanceTask:
                 "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
 
 
+#: Draws per stored part of a width (:class:`AcceptanceLevel`): at the longest registered lengths
+#: one draw takes up to a few minutes, so a whole width (64 draws) could outlast the session that
+#: runs it; a part of 16 draws is what an interruption can cost.
+DRAWS_PER_PART = 16
+
+
+@dataclass(frozen=True)
+class AcceptanceLevel:
+    """A run of consecutive draws at one width of one acceptance curve: draws ``start`` to
+    ``start + count - 1`` at width ``d`` (a part of the curve that the resumable run stores on
+    its own, :func:`reproduce_acceptance`). ``warm``: an earlier draw at this width survived
+    stage 1, so the partial set starts at its larger size (:func:`count_accepted`)."""
+
+    curve: AcceptanceTask
+    d: int
+    start: int
+    count: int
+    warm: bool
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.curve.task_id}_d{self.d}_i{self.start}"
+
+    def params(self) -> dict:
+        return {"curve": self.curve.params(), "d": self.d, "draws": [self.start, self.count],
+                "warm": self.warm}
+
+
 def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[AcceptanceTask]:
     """The tasks of the acceptance experiment, ordered by increasing L (cheap lengths first).
 
@@ -286,15 +335,21 @@ def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[Acce
     return tasks
 
 
-def count_accepted(engine: FastEngine, d, n_draws, root_seed, key) -> tuple[int, int]:
+def count_accepted(engine: FastEngine, d, n_draws, root_seed, key, *, start=0,
+                   warm=False) -> tuple[int, int]:
     """Decide ``n_draws`` draws at width ``d`` (all of them: no stop at a success); return
     ``(successes, stage-1 rejections)``. Draw ``i`` uses ``draw_generator(root_seed, key + (d,
     i))``; the partial set starts small and grows after the first draw that survives stage 1,
     as in :meth:`~sattn.experiments.engine.FastEngine.level` (this changes the cost, never the
-    law of a decision)."""
-    fraction = engine.probe_fraction
+    law of a decision).
+
+    ``start``, ``warm``: the draws ``start, ..., start + n_draws - 1`` of the width, where
+    ``warm`` says whether one of the draws before ``start`` survived stage 1. Counting a width in
+    consecutive runs this way gives the counts of counting it at once.
+    """
+    fraction = engine.partial_fraction if warm else engine.probe_fraction
     succ = s1 = 0
-    for i in range(n_draws):
+    for i in range(start, start + n_draws):
         out = engine.draw(d, draw_generator(root_seed, tuple(key) + (d, i)), fraction=fraction)
         if out.stage == "stage1":
             s1 += 1
@@ -304,16 +359,22 @@ def count_accepted(engine: FastEngine, d, n_draws, root_seed, key) -> tuple[int,
     return succ, s1
 
 
+def _curve_engine(task: AcceptanceTask) -> FastEngine:
+    """The fast engine of a curve's target (the decades experiment's target ``task.target``)."""
+    return FastEngine(task.target_task().sample_target(), task.setup.eps1, task.setup.eps2)
+
+
 def run_acceptance_task(task: AcceptanceTask) -> dict:
-    """Measure one curve with the fast engine; return its record (JSON-serialisable)."""
+    """Measure one curve with the fast engine, in this process; return its record
+    (JSON-serialisable). The same levels as :func:`reproduce_acceptance`, which stores each
+    width as it is measured (:func:`run_acceptance_level`)."""
     if not isinstance(task, AcceptanceTask):
         raise TypeError(f"task must be an AcceptanceTask (from acceptance_tasks), got "
                         f"{type(task).__name__}")
     t0 = time.perf_counter()
     rows = {}
     with one_blas_thread():
-        s = task.setup
-        eng = FastEngine(task.target_task().sample_target(), s.eps1, s.eps2)
+        eng = _curve_engine(task)
 
         def count(d):
             succ, s1 = count_accepted(eng, d, task.draws, task.root_seed, task.draw_key())
@@ -323,6 +384,62 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
     levels = [[d, counts[d][0], counts[d][1], rows[d]] for d in sorted(counts)]
     return {"params": task.params(), "result": {"levels": levels},
             "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": _peak_rss_mib()}
+
+
+def run_acceptance_level(level: AcceptanceLevel) -> dict:
+    """Decide the draws of one part of one width (:func:`count_accepted`); return its record:
+    ``result`` = ``[d, start, count, successes, stage-1 rejections]``."""
+    if not isinstance(level, AcceptanceLevel):
+        raise TypeError(f"level must be an AcceptanceLevel, got {type(level).__name__}")
+    t0 = time.perf_counter()
+    task = level.curve
+    with one_blas_thread():
+        succ, s1 = count_accepted(_curve_engine(task), level.d, level.count, task.root_seed,
+                                  task.draw_key(), start=level.start, warm=level.warm)
+    return {"params": level.params(),
+            "result": [level.d, level.start, level.count, succ, s1],
+            "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": _peak_rss_mib()}
+
+
+def _widths_so_far(task: AcceptanceTask, done: list) -> dict:
+    """``{d: [draws, successes, stage-1 rejections, warm]}`` from the records of a curve's parts
+    (the draws decided so far at each width, which run from 0 without a gap)."""
+    by_d: dict = {}
+    for rec in sorted((r["result"] for r in done), key=lambda x: (x[0], x[1])):
+        d, start, n, succ, s1 = rec
+        cur = by_d.setdefault(d, [0, 0, 0, False])
+        if start != cur[0]:
+            raise StoreError(f"the stored parts of {task.task_id} at width {d} leave a gap: "
+                             f"draws from {start} after {cur[0]} draws; delete the folder "
+                             f"of its parts to recompute the curve")
+        cur[0] += n
+        cur[1] += succ
+        cur[2] += s1
+        cur[3] = cur[3] or s1 < n
+    return by_d
+
+
+def _next_levels(task: AcceptanceTask, done: list) -> list[AcceptanceLevel]:
+    """The parts ``task`` measures next, given the records of those it has: the next
+    :data:`DRAWS_PER_PART` draws of each width that :func:`next_widths` asks for."""
+    by_d = _widths_so_far(task, done)
+    counts = {d: (n, succ) for d, (n, succ, _, _) in by_d.items() if n == task.draws}
+    parts = []
+    for d in next_widths(list(task.widths), task.L, dict(task.rule), counts):
+        n, _, _, warm = by_d.get(d, (0, 0, 0, False))
+        parts.append(AcceptanceLevel(task, d, n, min(DRAWS_PER_PART, task.draws - n), warm))
+    return parts
+
+
+def _curve_from_levels(task: AcceptanceTask, done: list) -> dict:
+    """A curve's record from its parts' records: one level ``[d, draws, successes, stage-1
+    rejections]`` per width, its seconds the sum of theirs, its peak memory the largest."""
+    by_d = _widths_so_far(task, done)
+    peaks = [r.get("peak_rss_mib") for r in done if r.get("peak_rss_mib") is not None]
+    return {"params": task.params(),
+            "result": {"levels": [[d, n, succ, s1] for d, (n, succ, s1, _) in sorted(by_d.items())]},
+            "seconds": round(sum(r["seconds"] for r in done), 3),
+            "peak_rss_mib": max(peaks) if peaks else None}
 
 
 def _peak_rss_mib() -> float:
@@ -339,8 +456,11 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
                          progress=True, compute=True) -> dict:
     """Compute (or resume) the acceptance curves; write ``<out>/acceptance.csv`` + manifest.
 
-    Tasks run by increasing L; each finished curve is stored at once, so an interrupted run
-    loses at most the curves in progress, and rerunning the same command resumes.
+    Each curve is measured in parts (:func:`~sattn.runs.runner.run_by_parts`), each part
+    :data:`DRAWS_PER_PART` consecutive draws at one width: every finished part is stored at once,
+    so an interrupted run loses at most the parts in progress, and rerunning the same command
+    resumes; a finished curve is stored whole and its parts' files removed. The widths of all
+    unfinished curves run in parallel on ``jobs`` workers (the parts of one width in order).
 
     Parameters
     ----------
@@ -386,8 +506,13 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     with OutputLock(out) as lock:
         store = TaskStore(out / "tasks" / "acceptance")
         previous, missing = previous_manifest(out, "acceptance", store)
-        run = run_in_store(tasks, run_acceptance_task if compute else None, out, "acceptance",
-                           lock, desc="acceptance", jobs=jobs, progress=progress)
+        if compute:
+            run = run_by_parts(tasks, _next_levels, run_acceptance_level, _curve_from_levels,
+                               out, "acceptance", lock, desc="acceptance widths", jobs=jobs,
+                               progress=progress, cost=lambda lv: lv.curve.L * lv.d)
+        else:
+            run = run_in_store(tasks, None, out, "acceptance", lock, desc="acceptance",
+                               jobs=jobs, progress=progress)
         if not run.payloads:            # only without compute: nothing stored, nothing computed
             raise ExperimentError(f"no finished curve in {store.root}: nothing to write; run "
                                   "without --no-compute first")
