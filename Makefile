@@ -14,13 +14,15 @@ export PYTHONHASHSEED := 0
 # SVD/QR calls in the chapters 10x slower (measured: chapter 5 went from 80 s to 10 s).
 export OPENBLAS_NUM_THREADS ?= 1
 BOOK_FLAGS := -W -n --keep-going
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg
+# -p tools.private_kernels: nbval's kernels on ipc sockets in a private folder (no TCP port)
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with chapters/nbval_sanitize.cfg -p tools.private_kernels
 # What nbval checked, per stored notebook (tools/nbval_record.py); make test's book stage reads it.
 NBVAL_RECORD := _build/nbval/record.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: help venv vendor book book-after-nbval status test test-fast test-package test-notebooks test-nbval test-perturbed test-site lab serve \
+        browser test-site-pages test-pdf \
         live screenshots linkcheck release pdf \
         notebooks clean
 
@@ -34,6 +36,7 @@ help:
 	@echo "make test-perturbed the same with perturbed BLAS/LAPACK/libm rounding: outputs must not change"
 	@echo "make book-after-nbval  make test's book stage: make book, refusing any notebook test-nbval did not verify"
 	@echo "make test-site      website tests in headless Chromium (needs a built book and PDF)"
+	@echo "make test-site-pages / test-pdf  the two halves of test-site: make test runs the first beside make pdf"
 	@echo "make lab            JupyterLab on the chapters (sattn importable); PORT=, LAB_ARGS=--no-browser"
 	@echo "make serve          serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make live           serve the book on $(HOST):$(PORT) with a private Jupyter server behind it: live figures recompute"
@@ -114,6 +117,16 @@ test-site: $(STAMP)
 	bash tools/install_browser.sh
 	$(BIN)/python -m pytest tests/site -q -p no:cacheprovider
 
+# make test splits test-site in two: every test but the PDF's runs while `make pdf` prints the book
+# (the browser typesetting one long page keeps one core busy), then the PDF's tests.
+browser:
+	bash tools/install_browser.sh
+test-site-pages: $(STAMP)
+	bash tools/install_browser.sh
+	$(BIN)/python -m pytest tests/site -q -p no:cacheprovider --ignore=tests/site/test_pdf.py
+test-pdf: $(STAMP)
+	$(BIN)/python -m pytest tests/site/test_pdf.py -q -p no:cacheprovider
+
 linkcheck: $(STAMP)
 	$(BIN)/python tools/linkcheck.py _build/html
 
@@ -131,7 +144,9 @@ screenshots: $(STAMP) $(VENDOR)
 
 # Each stage is timed by tools/suite_times.py (the times are printed at the end and kept in
 # _build/test_times.txt); `python tools/suite_times.py test-fast book` times any other targets.
-STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval pdf test-site
+# A stage `a+b` runs a and b at the same time (b at a lower priority; tools/suite_times.py).
+STAGES := test-package test-notebooks test-nbval test-perturbed book-after-nbval browser \
+          test-site-pages+pdf test-pdf
 test: $(STAMP) $(VENDOR)
 	$(BIN)/python tools/suite_times.py $(STAGES)
 

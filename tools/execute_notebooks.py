@@ -33,9 +33,11 @@ import time
 
 import jupytext
 import nbclient
+from jupyter_client.manager import AsyncKernelManager
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from sattn.presentation.lab import portable_notebook  # noqa: E402  (the checkout's sattn)
+from tools import private_kernels  # noqa: E402
 
 # Kernels inherit this: the chapters' small SVD/QR calls are several times slower with
 # oversubscribed BLAS threads on a small machine (the Makefile sets the same default).
@@ -43,6 +45,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # The Makefile runs nbval and the book build with PYTHONHASHSEED=0; the stored outputs must come
 # from the same string-hash order when this script is run directly (README, "Editing a chapter").
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+_FOLDER: list[str] = []
+
+
+def _kernel_folder() -> str:
+    """The private folder of this run's kernels (tools/private_kernels.py), made once."""
+    if not _FOLDER:
+        _FOLDER.append(private_kernels.private_folder())
+    return _FOLDER[0]
 
 
 def stable_cell_ids(nb) -> None:
@@ -165,6 +177,10 @@ def execute(md_path: str) -> float:
     t0 = time.perf_counter()
     client = nbclient.NotebookClient(
         nb,
+        # ZeroMQ's ipc transport, sockets in a private folder: no kernel port that another user
+        # of the machine could connect to (tools/private_kernels.py)
+        kernel_manager_class=private_kernels.kernel_manager_class(_kernel_folder(),
+                                                                  AsyncKernelManager),
         timeout=900,
         kernel_name="python3",
         record_timing=False,

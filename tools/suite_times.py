@@ -10,6 +10,12 @@ Usage::
 kept in ``_build/test_times.txt``). The first stage that fails stops the run (exit status 1) after
 printing the times so far; the failing stage is marked. Times are wall-clock seconds of the whole
 ``make <stage>`` command, setup included, on whatever machine and load the run had.
+
+Stages joined by ``+`` (``test-site-pages+pdf``) run at the same time, for stages that leave a core
+idle (a browser typesetting one page keeps one core busy). The first runs as usual; the others run
+at a lower priority (``nice -n 10``), so the first's timing-sensitive checks keep their share of
+the CPU, and write their output to ``_build/suite/<stage>.log``, printed when the group ends. The
+table gives each stage's own time and the group's.
 """
 
 from __future__ import annotations
@@ -26,23 +32,62 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_test_stages(makefile: str = os.path.join(ROOT, "Makefile")) -> list[str]:
-    """The ``STAGES :=`` of the Makefile: the stages ``make test`` runs, in order."""
+    """The ``STAGES :=`` of the Makefile (continued over ``\\`` line ends): the stages ``make
+    test`` runs, in order."""
     with open(makefile, encoding="utf-8") as f:
-        m = re.search(r"^STAGES\s*:=\s*(.+)$", f.read(), re.M)
+        m = re.search(r"^STAGES\s*:=((?:.*\\\n)*.*)$", f.read(), re.M)
     if not m:
         raise SystemExit(f"no 'STAGES :=' line in {makefile}")
-    return m.group(1).split()
+    return m.group(1).replace("\\\n", " ").split()
+
+
+#: How much lower the priority of a concurrent stage is (see the module's docstring).
+NICE = 10
+
+
+def _group(spec: str) -> list[str]:
+    return spec.split("+")
 
 
 def run(stages: list[str], make: str = "make", cwd: str = ROOT) -> tuple[list[tuple[str, float, int]], float]:
-    """Run ``make <stage>`` for each stage until one fails; return ((stage, seconds, exit status)
-    for every stage run, total seconds)."""
+    """Run ``make <stage>`` for each stage (a ``+`` group: its stages at once) until one fails;
+    return ((stage, seconds, exit status) for every stage run, a group's own line after its
+    members', total seconds)."""
     done = []
     start = time.perf_counter()
-    for stage in stages:
+    for spec in stages:
+        members = _group(spec)
         t0 = time.perf_counter()
-        code = subprocess.call([make, "--no-print-directory", stage], cwd=cwd)
-        done.append((stage, time.perf_counter() - t0, code))
+        if len(members) == 1:
+            code = subprocess.call([make, "--no-print-directory", spec], cwd=cwd)
+            done.append((spec, time.perf_counter() - t0, code))
+        else:
+            logs = os.path.join(cwd, "_build", "suite")
+            os.makedirs(logs, exist_ok=True)
+            procs = []
+            for i, stage in enumerate(members):
+                cmd = [make, "--no-print-directory", stage]
+                if i:
+                    log = open(os.path.join(logs, f"{stage}.log"), "w", encoding="utf-8")
+                    procs.append((stage, subprocess.Popen(["nice", "-n", str(NICE), *cmd], cwd=cwd,
+                                                          stdout=log, stderr=subprocess.STDOUT), log))
+                else:
+                    procs.append((stage, subprocess.Popen(cmd, cwd=cwd), None))
+            ended = {}
+            while len(ended) < len(procs):
+                for stage, proc, _ in procs:
+                    if stage not in ended and proc.poll() is not None:
+                        ended[stage] = (time.perf_counter() - t0, proc.returncode)
+                time.sleep(0.05)
+            for stage, _, log in procs[1:]:
+                log.close()
+                with open(log.name, encoding="utf-8", errors="replace") as f:
+                    print(f"--- output of make {stage} (run beside {members[0]}) ---\n{f.read()}",
+                          flush=True)
+            for stage in members:
+                done.append((stage, *ended[stage]))
+            code = max(c != 0 for _, c in ended.values())
+            done.append((spec, time.perf_counter() - t0, int(code)))
         if code != 0:
             break
     return done, time.perf_counter() - start
@@ -64,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the table is kept (default: _build/test_times.txt)")
     args = ap.parse_args(argv)
     stages = args.stages or make_test_stages()
-    unknown = [s for s in stages if not re.fullmatch(r"[\w.-]+", s)]
+    unknown = [s for s in stages if not re.fullmatch(r"[\w.-]+(\+[\w.-]+)*", s)]
     if unknown:
         ap.error(f"not make target names: {unknown}")
     done, total = run(stages)
@@ -79,8 +124,10 @@ def main(argv: list[str] | None = None) -> int:
                        "total_seconds": round(total, 1), "cpus": os.cpu_count()}, f, indent=1)
             f.write("\n")
     failed = [s for s, _, c in done if c != 0]
-    if failed or len(done) < len(stages):
-        print(f"stopped at {failed[0]}; not run: {', '.join(stages[len(done):]) or 'none'}")
+    ran = [s for s, _, _ in done]
+    if failed:
+        print(f"stopped at {failed[0]}; not run: "
+              f"{', '.join(s for s in stages if s not in ran) or 'none'}")
         return 1
     return 0
 

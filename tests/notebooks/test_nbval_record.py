@@ -18,7 +18,7 @@ import sys
 import nbformat
 import pytest
 
-from tools import execute_notebooks, nbval_record, stored_notebooks
+from tools import execute_notebooks, nbval_record, private_kernels, stored_notebooks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHAPTERS = sorted(glob.glob(os.path.join(ROOT, "chapters", "*.ipynb")))
@@ -48,12 +48,14 @@ def _tiny_pair(folder, name="tiny"):
     """A small real chapter pair (.md and its executed .ipynb), written as the book writes them."""
     import jupytext
     import nbclient
+    from jupyter_client.manager import AsyncKernelManager
 
     folder.mkdir(parents=True, exist_ok=True)
     md = folder / f"{name}.md"
     md.write_text(TINY_MD)
     nb = jupytext.read(str(md))
-    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    cls = private_kernels.kernel_manager_class(private_kernels.private_folder(), AsyncKernelManager)
+    nbclient.NotebookClient(nb, kernel_manager_class=cls, timeout=60, kernel_name="python3").execute()
     nbformat.write(nb, str(folder / f"{name}.ipynb"))
     return str(md), str(folder / f"{name}.ipynb")
 
@@ -83,7 +85,8 @@ def test_the_plugin_records_a_real_nbval_run(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
-         "-p", "no:cacheprovider", "-p", "tools.nbval_record", "--nbval-record", str(out),
+         "-p", "no:cacheprovider", "-p", "tools.private_kernels", "-p", "tools.nbval_record",
+         "--nbval-record", str(out),
          "--rootdir", str(tmp_path), "chapters"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]  # the bad one failed

@@ -10,7 +10,10 @@ from tools import suite_times
 def test_the_stages_are_make_tests_own():
     stages = suite_times.make_test_stages()
     assert stages[:3] == ["test-package", "test-notebooks", "test-nbval"]
-    assert "book-after-nbval" in stages and "test-site" in stages
+    assert "book-after-nbval" in stages
+    # every site test runs: the pages beside the PDF, then the PDF's own
+    assert "test-site-pages+pdf" in stages and stages[-1] == "test-pdf"
+    assert stages.index("browser") < stages.index("test-site-pages+pdf")
     with open(os.path.join(suite_times.ROOT, "Makefile"), encoding="utf-8") as f:
         assert "suite_times.py $(STAGES)" in f.read()
 
@@ -25,3 +28,18 @@ def test_each_stage_is_timed_and_a_failure_stops_the_run(tmp_path):
     assert not (tmp_path / "ran").exists()
     text = suite_times.table(done, total)
     assert "bad" in text and "FAILED (exit 2)" in text and "total" in text
+
+
+def test_a_group_runs_at_once_and_reports_each_member(tmp_path, capsys):
+    (tmp_path / "Makefile").write_text(
+        "a:\n\t@sleep 2; echo from-a\nb:\n\t@sleep 2; echo from-b; nice\n"
+        "bad:\n\t@sleep 0.2; exit 4\nnever:\n\t@touch ran\n")
+    done, total = suite_times.run(["a+b"], cwd=str(tmp_path))
+    assert [(s, c) for s, _, c in done] == [("a", 0), ("b", 0), ("a+b", 0)]
+    assert total < 3.5                  # at the same time: one after the other takes 4 s or more
+    out = capsys.readouterr().out
+    # b's output comes whole after the group, with its priority (nice prints it): 10 lower
+    assert "output of make b" in out and "from-b\n10" in out
+    done, _ = suite_times.run(["a+bad", "never"], cwd=str(tmp_path))
+    assert [(s, c) for s, _, c in done] == [("a", 0), ("bad", 2), ("a+bad", 1)]
+    assert not (tmp_path / "ran").exists()

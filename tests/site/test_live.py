@@ -30,11 +30,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
 import queue
 import re
 import resource
-import shutil
 import signal
 import socket
 import stat
@@ -51,6 +49,10 @@ import pytest
 from reliability import record
 
 from conftest import ROOT, built_pages
+from local_user import attacker as _attacker
+from local_user import other_user as _other_user
+from local_user import socket_inodes as _socket_inodes
+from local_user import tcp_inodes as _tcp_inodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FINGERPRINT_JS = open(os.path.join(HERE, "figure_fingerprint.js"), encoding="utf-8").read()
@@ -923,28 +925,6 @@ MEASURES: dict[str, str] = {}
 FLOOD, NOFILE, READER_LIMIT_S = 1100, 1024, 5.0
 
 
-def _other_user() -> tuple[list[str], bool]:
-    """(command prefix, True) that runs a command as ``nobody``, when this test can (root, with
-    setpriv); else ([], False): the attacks then run as another process of this user."""
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        try:
-            pw = pwd.getpwnam("nobody")
-        except KeyError:
-            return [], False
-        return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"], True
-    return [], False
-
-
-def _attacker(script: str, *args: str) -> subprocess.Popen:
-    """Start ``tests/site/attack/<script>`` as the other user, its input and output pipes. The
-    code goes on the command line (it holds no secret), so no file of this test must be readable."""
-    prefix, _ = _other_user()
-    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-    code = open(os.path.join(ATTACK_DIR, script), encoding="utf-8").read()
-    return subprocess.Popen([*prefix, python, "-c", code, *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
-
-
 def _lines_of(proc: subprocess.Popen) -> list[str]:
     """The lines ``proc`` prints, collected by a thread as they come."""
     lines: list[str] = []
@@ -991,25 +971,6 @@ def _new_token(live: Live) -> str:
     status, _, body = _exchange(live.book, live.new_key(), live.origin)
     assert status == 200, (status, body)
     return json.loads(body)["token"]
-
-
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(OSError):
-            m = re.match(r"socket:\[(\d+)\]", os.readlink(f"/proc/{pid}/fd/{fd}"))
-            if m:
-                inodes.add(m.group(1))
-    return inodes
-
-
-def _tcp_inodes() -> set[str]:
-    """The inodes of every TCP socket of this machine, in any state."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        if os.path.exists(table):
-            inodes.update(row.split()[9] for row in open(table).read().splitlines()[1:])
-    return inodes
 
 
 def _chromium_with_address_on_its_command_line(address: str, profile: str):
