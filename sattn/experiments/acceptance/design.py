@@ -456,7 +456,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
                          progress=True, compute=True) -> dict:
     """Compute (or resume) the acceptance curves; write ``<out>/acceptance.csv`` + manifest.
 
-    Each curve is measured in parts (:func:`~sattn.runs.runner.run_by_parts`), each part
+    Each curve is measured in parts (``sattn.runs.runner.run_by_parts``), each part
     :data:`DRAWS_PER_PART` consecutive draws at one width: every finished part is stored at once,
     so an interrupted run loses at most the parts in progress, and rerunning the same command
     resumes; a finished curve is stored whole and its parts' files removed. The widths of all
