@@ -70,6 +70,54 @@ def test_the_harness_moves_raw_arithmetic_and_leaves_defined_arithmetic_alone():
     assert any(not np.allclose(m["svd_U"], plain["svd_U"], atol=1e-6) for m in moved)
 
 
+def test_the_steps_are_spread_functions_of_the_values_and_chunks_change_nothing():
+    """The shift of an entry is a function of its value (and scale) alone, its steps cover
+    ``{-n, ..., n}`` about evenly, and a product or result larger than a chunk is shifted exactly
+    as it would be in one piece."""
+    sys.path.insert(0, str(TESTS))
+    try:
+        import perturbed_arithmetic as pa
+    finally:
+        sys.path.remove(str(TESTS))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(60_000)
+    for n in (1, 2):
+        steps = pa._hashed_steps(n, pa._salt(3), x)
+        counts = np.bincount(steps + n, minlength=2 * n + 1)
+        assert counts.size == 2 * n + 1 and counts.min() > 0.9 * x.size / (2 * n + 1), counts
+    # consecutive floats (the last bit only differs) get unrelated steps
+    near = 1.0 + np.arange(30_000) * 2.0 ** -52
+    assert abs(np.mean(pa._hashed_steps(1, pa._salt(3), near) == 0) - 1 / 3) < 0.02
+    # equal values, equal steps, wherever they stand; another seed, other steps
+    assert len(set(pa._hashed_steps(2, pa._PRODUCT_SALT, np.full(9, 0.3), np.full(9, 2.0)))) == 1
+    assert np.mean(pa._hashed_steps(1, pa._salt(4), x) != pa._hashed_steps(1, pa._salt(3), x)) > 0.5
+    # a product of more than CHUNK entries (and a non-contiguous one): chunks change nothing
+    a, b = rng.standard_normal((300, 40)), rng.standard_normal((40, 200))
+    b[3, 5] = 0.0
+    scale = np.abs(a) @ np.abs(b)
+    assert (a @ b).size > pa.CHUNK
+    got = pa._perturb_product("matmul", np.matmul, (a, b), a @ b)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(got, pa._shift_products(a @ b, scale, 2))
+    assert not np.array_equal(got, a @ b) and np.allclose(got, a @ b, rtol=1e-14, atol=1e-12)
+    ein = lambda *xs: np.einsum("ij,jk->ki", *xs)  # noqa: E731
+    o = ein(a, b)
+    assert not o.flags.c_contiguous
+    t = pa._perturb_product("einsum", ein, (a, b), o)
+    with np.errstate(all="ignore"):
+        assert t.flags.c_contiguous and np.array_equal(t, pa._shift_products(
+            np.ascontiguousarray(o), np.ascontiguousarray(ein(np.abs(a), np.abs(b))), 2))
+    e = np.exp(rng.standard_normal((400, 300)))[:, ::2]
+    e[0, 0], e[1, 1], e[2, 2] = np.inf, np.nan, 0.0
+    moved = pa._ulps("exp", e, 1)
+    with np.errstate(all="ignore"):
+        assert np.array_equal(moved, pa._shift_ulps(3, 1, e), equal_nan=True)
+    assert moved[0, 0] == np.inf and np.isnan(moved[1, 1]) and moved[2, 2] == 0.0
+    moved, e = moved[3:], e[3:]
+    assert np.all(np.abs(moved - e) <= np.spacing(e))
+    assert np.mean(moved != e) > 0.5
+
+
 @pytest.mark.slow
 def test_sattn_modules_are_compiled_with_the_perturbed_product():
     code = """
