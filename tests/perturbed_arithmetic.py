@@ -86,7 +86,7 @@ def _shift_products(out, scale, terms):
     # a function of the entry's exact value's neighbourhood (its unperturbed result and the
     # size of its terms), not of its position, so identical rows and columns stay identical.
     # (Where the entry is moved, its scale is finite, and so is the entry, |out| <= scale;
-    # elsewhere ``mix`` may be inf or NaN and is not used.)
+    # elsewhere its step is not used.)
     k = _hashed_steps(2, _PRODUCT_SALT, out, scale)
     moved = out + (k * _unit(out.dtype) * scale).astype(out.dtype)
     return np.where((terms >= 2) & np.isfinite(scale), moved, out)
