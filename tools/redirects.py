@@ -46,6 +46,7 @@ ANCHOR_SCRIPT = """(function () {{
   function go() {{
     var id = decodeURIComponent(location.hash.slice(1));
     if (moved.indexOf(id) >= 0 && !document.getElementById(id)) location.replace(to + "#" + id);
+    else document.documentElement.setAttribute("data-book-anchor-kept", id);
   }}
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", go);
   else go();
