@@ -10,8 +10,9 @@ tell them from the book's pages.
 When sections move from one page to another, ``book_anchor_redirects`` (old docname -> ``{to: new
 docname, anchors: [ids]}``) keeps links to them working: the old page gets a small script that,
 when the address names one of those ids (``#id``), replaces the address with the new page at the
-same id, on load and on every change of the fragment. Ids still on the old page are never
-redirected.
+same id, as soon as the page's head is read (before the rest of the old page is parsed) and on
+every change of the fragment. So that no id of the old page can be sent away, the build fails
+when a moved id is still an id of the old page.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import html
 import json
 import os
 import posixpath
+import re
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -45,11 +47,10 @@ ANCHOR_SCRIPT = """(function () {{
   var moved = {anchors}, to = {target};
   function go() {{
     var id = decodeURIComponent(location.hash.slice(1));
-    if (moved.indexOf(id) >= 0 && !document.getElementById(id)) location.replace(to + "#" + id);
+    if (moved.indexOf(id) >= 0) location.replace(to + "#" + id);
     else document.documentElement.setAttribute("data-book-anchor-kept", id);
   }}
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", go);
-  else go();
+  go();
   window.addEventListener("hashchange", go);
 }})();"""
 
@@ -77,6 +78,15 @@ def _write_redirects(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     found = set(app.env.found_docs)
+    if app.builder.name != "singlehtml":
+        for old, entry in app.config.book_anchor_redirects.items():
+            with open(os.path.join(app.outdir, old + ".html"), encoding="utf-8") as f:
+                ids = set(re.findall(r'\bid="([^"]+)"', f.read()))
+            still = [a for a in entry["anchors"] if a in ids]
+            if still:
+                raise ValueError(f"book_anchor_redirects: {still} are still ids of {old!r}; the "
+                                 f"page would send them to {entry['to']!r}. Remove them from the "
+                                 "list or from the page.")
     for old, new in app.config.book_redirects.items():
         if new not in found:
             raise ValueError(f"book_redirects: {old!r} -> {new!r}, but {new!r} is not a page of the book")

@@ -26,6 +26,16 @@ def built_pages(html_dir: str = HTML) -> list[str]:
             if "/_static/" not in p and "/_sources/" not in p]
 
 
+def without_typesetting(ctx) -> None:
+    """Serve the book's MathJax as an empty script in ``ctx``: for tests whose subject is not the
+    math (where a URL lands), so that a page is not typeset before the next navigation can start.
+    Every other script of the page runs; the math itself is checked by ``page_visits.py``."""
+    import re
+
+    ctx.route(re.compile(r"/_static/mathjax/tex-mml-chtml\.js(\?.*)?$"),
+              lambda route: route.fulfill(status=200, content_type="text/javascript", body=""))
+
+
 @pytest.fixture(scope="session")
 def html_dir() -> str:
     if not os.path.exists(os.path.join(HTML, "index.html")):

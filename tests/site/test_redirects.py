@@ -13,7 +13,7 @@ import re
 
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, without_typesetting
 
 import browser as browser_mod  # noqa: E402  (tools/, put on sys.path by conftest.py)
 import redirects  # noqa: E402
@@ -35,6 +35,7 @@ def test_old_urls_land_on_the_new_pages(html_dir):
     blocked = []
     with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
         ctx = browser_mod.new_context(browser, blocked=blocked)
+        without_typesetting(ctx)
         page = ctx.new_page()
         for old, new in REDIRECTS.items():
             src = open(os.path.join(html_dir, old + ".html"), encoding="utf-8").read()
@@ -47,6 +48,8 @@ def test_old_urls_land_on_the_new_pages(html_dir):
             assert response is not None and response.status == 200, old
             page.wait_for_url(re.compile(re.escape(f"{base}{new}.html#{ids[-1]}") + "$"), timeout=10000)
             assert page.evaluate("id => !!document.getElementById(id)", ids[-1]), (old, ids[-1])
+            # the page was not typeset (without_typesetting is in effect)
+            assert not page.evaluate("() => !!(window.MathJax && MathJax.startup)"), new
         ctx.close()
     assert not blocked
 
@@ -79,6 +82,7 @@ def test_moved_sections_redirect_in_the_browser(html_dir):
     blocked = []
     with browser_mod.serve_directory(html_dir) as base, browser_mod.chromium() as browser:
         ctx = browser_mod.new_context(browser, blocked=blocked)
+        without_typesetting(ctx)
         page = ctx.new_page()
         for old, entry in ANCHOR_REDIRECTS.items():
             kept = sorted(page_ids(html_dir, old) & {"summary", "exercises"})
