@@ -106,9 +106,13 @@ def _run_strict_and_warn(book, env_extra, *args):
         "import os, sys\nsys.path.insert(0, os.path.dirname(__file__))\n")
     env = dict(os.environ, **env_extra)
     env.pop("BOOK_RELIABILITY_DIR", None)
+    for name in [k for k in env if k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))]:
+        del env[name]  # the inner pytest is a run of its own, not part of this xdist worker
+    # a run takes 3-8 s alone; the limit only stops a hung run (a fresh clone's package stage,
+    # with its own two workers, has taken over 120 s for one)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "tests/package/test_status_figures.py", *args],
-                          cwd=book, capture_output=True, text=True, env=env, timeout=120)
+                          cwd=book, capture_output=True, text=True, env=env, timeout=600)
 
 
 @pytest.mark.slow
