@@ -69,15 +69,17 @@ book: $(STAMP) $(VENDOR)
 	@echo
 	@echo "The book is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
+# -p no:nbval: the package tests do not use nbval's plugin, which loads nbformat's schema checker
+# (about 1.3 s in each pytest process).
 test-package: $(STAMP)
 	$(BIN)/ruff check sattn tests tools
-	$(BIN)/python -m pytest tests/package -q -n 2
+	$(BIN)/python -m pytest tests/package -q -n 2 -p no:nbval
 
 # The edit loop (well under two minutes): what `make test` runs first, minus the tests marked slow.
 test-fast: $(STAMP)
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sattn tests tools; \
-	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package -q -n 2 -m "not slow"; \
+	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package -q -n 2 -m "not slow" -p no:nbval; \
 	$(BIN)/python -m pytest tests/notebooks -q -m "not slow"; \
 	$(BIN)/python tests/reliability.py check --warn; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"

@@ -64,6 +64,7 @@ def test_size_too_large_error_is_a_value_error_with_the_cap_and_the_reason():
     assert V.MAX_DENSE_L == 23170 and V.MAX_DENSE_L**2 * 8 <= V.MAX_BYTES < (V.MAX_DENSE_L + 1)**2 * 8
 
 
+@pytest.mark.slow
 def test_the_caps_leave_the_books_sizes_alone():
     rng = np.random.default_rng(0)
     A = sattn.sample_sparse(65536, 4, 2.0, rng, as_csr=True)   # the experiments' largest L

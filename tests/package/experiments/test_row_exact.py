@@ -84,6 +84,7 @@ def test_plain_monte_carlo_cannot_resolve_the_tail_that_quadrature_gets():
     assert sampled.p == pytest.approx(0.640, abs=0.001)
 
 
+@pytest.mark.slow
 def test_importance_sampling_matches_plain_monte_carlo_at_k2_where_it_resolves():
     L, d = 128, 40
     b = np.array([math.log(8 / 0.5)] * 2)
