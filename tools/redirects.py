@@ -55,6 +55,12 @@ ANCHOR_SCRIPT = """(function () {{
 }})();"""
 
 
+def page_ids(path: str) -> set[str]:
+    """Every ``id`` of the built HTML page at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        return set(re.findall(r'\bid="([^"]+)"', f.read()))
+
+
 def anchor_script(pagename: str, new: str, anchors: list[str]) -> str:
     """The script that sends ``pagename.html#id`` to ``new.html#id`` for every id of ``anchors``."""
     target = posixpath.relpath(new, posixpath.dirname(pagename) or ".") + ".html"
@@ -80,8 +86,7 @@ def _write_redirects(app, exception):
     found = set(app.env.found_docs)
     if app.builder.name != "singlehtml":
         for old, entry in app.config.book_anchor_redirects.items():
-            with open(os.path.join(app.outdir, old + ".html"), encoding="utf-8") as f:
-                ids = set(re.findall(r'\bid="([^"]+)"', f.read()))
+            ids = page_ids(os.path.join(app.outdir, old + ".html"))
             still = [a for a in entry["anchors"] if a in ids]
             if still:
                 raise ValueError(f"book_anchor_redirects: {still} are still ids of {old!r}; the "

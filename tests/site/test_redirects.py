@@ -60,8 +60,7 @@ with open(os.path.join(ROOT, "_config.yml"), encoding="utf-8") as f:
 
 
 def page_ids(html_dir: str, docname: str) -> set[str]:
-    with open(os.path.join(html_dir, docname + ".html"), encoding="utf-8") as f:
-        return set(re.findall(r'\bid="([^"]+)"', f.read()))
+    return redirects.page_ids(os.path.join(html_dir, docname + ".html"))
 
 
 def test_moved_sections_are_on_their_new_page_only(html_dir):
