@@ -51,11 +51,14 @@ def _experiments():
     }
 
 
+VOLATILE = ("seconds", "cpu_seconds", "parts_without_cpu_seconds", "peak_rss_mib", "engine_audit")
+
+
 def comparable(payload: dict) -> bytes:
     """The record without what measures the run rather than the result (its run time, an
-    acceptance curve's peak memory) and without the provenance of a task carried over from an
-    older engine version, as canonical JSON."""
-    p = {k: v for k, v in payload.items() if k not in ("seconds", "peak_rss_mib", "engine_audit")}
+    acceptance curve's CPU time and peak memory) and without the provenance of a task carried
+    over from an older engine version, as canonical JSON."""
+    p = {k: v for k, v in payload.items() if k not in VOLATILE}
     if "rows" in p:
         p["rows"] = [r[:SECONDS_COLUMN] + r[SECONDS_COLUMN + 1:] for r in p["rows"]]
     return json.dumps(p, sort_keys=True, separators=(",", ":")).encode()

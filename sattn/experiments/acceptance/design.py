@@ -371,7 +371,7 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
     if not isinstance(task, AcceptanceTask):
         raise TypeError(f"task must be an AcceptanceTask (from acceptance_tasks), got "
                         f"{type(task).__name__}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = {}
     with one_blas_thread():
         eng = _curve_engine(task)
@@ -383,7 +383,8 @@ def run_acceptance_task(task: AcceptanceTask) -> dict:
         counts = measure_curve(list(task.widths), task.L, dict(task.rule), count)
     levels = [[d, counts[d][0], counts[d][1], rows[d]] for d in sorted(counts)]
     return {"params": task.params(), "result": {"levels": levels},
-            "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": _peak_rss_mib()}
+            "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_seconds": round(time.process_time() - c0, 3), "peak_rss_mib": _peak_rss_mib()}
 
 
 def run_acceptance_level(level: AcceptanceLevel) -> dict:
@@ -391,14 +392,15 @@ def run_acceptance_level(level: AcceptanceLevel) -> dict:
     ``result`` = ``[d, start, count, successes, stage-1 rejections]``."""
     if not isinstance(level, AcceptanceLevel):
         raise TypeError(f"level must be an AcceptanceLevel, got {type(level).__name__}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     task = level.curve
     with one_blas_thread():
         succ, s1 = count_accepted(_curve_engine(task), level.d, level.count, task.root_seed,
                                   task.draw_key(), start=level.start, warm=level.warm)
     return {"params": level.params(),
             "result": [level.d, level.start, level.count, succ, s1],
-            "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mib": _peak_rss_mib()}
+            "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_seconds": round(time.process_time() - c0, 3), "peak_rss_mib": _peak_rss_mib()}
 
 
 def _widths_so_far(task: AcceptanceTask, done: list) -> dict:
@@ -433,13 +435,45 @@ def _next_levels(task: AcceptanceTask, done: list) -> list[AcceptanceLevel]:
 
 def _curve_from_levels(task: AcceptanceTask, done: list) -> dict:
     """A curve's record from its parts' records: one level ``[d, draws, successes, stage-1
-    rejections]`` per width, its seconds the sum of theirs, its peak memory the largest."""
+    rejections]`` per width, its seconds (wall) and CPU seconds the sums of theirs, its peak memory
+    the largest. Parts stored before parts recorded their CPU time have none; their number is
+    ``parts_without_cpu_seconds`` (absent when every part has it), so the CPU sum is then a lower
+    bound of the curve's."""
     by_d = _widths_so_far(task, done)
     peaks = [r.get("peak_rss_mib") for r in done if r.get("peak_rss_mib") is not None]
-    return {"params": task.params(),
-            "result": {"levels": [[d, n, succ, s1] for d, (n, succ, s1, _) in sorted(by_d.items())]},
-            "seconds": round(sum(r["seconds"] for r in done), 3),
-            "peak_rss_mib": max(peaks) if peaks else None}
+    cpu = [r["cpu_seconds"] for r in done if r.get("cpu_seconds") is not None]
+    rec = {"params": task.params(),
+           "result": {"levels": [[d, n, succ, s1] for d, (n, succ, s1, _) in sorted(by_d.items())]},
+           "seconds": round(sum(r["seconds"] for r in done), 3),
+           "cpu_seconds": round(sum(cpu), 3) if cpu else None,
+           "peak_rss_mib": max(peaks) if peaks else None}
+    if len(cpu) < len(done):
+        rec["parts_without_cpu_seconds"] = len(done) - len(cpu)
+    return rec
+
+
+def _task_cost(payload: dict) -> dict:
+    """What a curve's record says it cost: wall seconds, CPU seconds (``None`` for a record
+    made before CPU time was recorded), peak memory, and the parts without a CPU time if any."""
+    cost = {"seconds": payload["seconds"], "cpu_seconds": payload.get("cpu_seconds"),
+            "peak_rss_mib": payload.get("peak_rss_mib")}
+    if payload.get("parts_without_cpu_seconds"):
+        cost["parts_without_cpu_seconds"] = payload["parts_without_cpu_seconds"]
+    return cost
+
+
+def _cpu_total(payloads) -> dict:
+    """The CPU seconds of the curves' records added up, with how many curves and parts had none
+    (so the sum is a lower bound unless both are 0)."""
+    total, curves_without, parts_without = 0.0, 0, 0
+    for p in payloads:
+        if p.get("cpu_seconds") is None:
+            curves_without += 1
+        else:
+            total += p["cpu_seconds"]
+        parts_without += p.get("parts_without_cpu_seconds", 0)
+    return {"seconds": round(total, 3), "curves_without": curves_without,
+            "parts_without": parts_without}
 
 
 def _peak_rss_mib() -> float:
@@ -550,9 +584,8 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
             "wall_seconds_all_runs": round(wall + previous.get("wall_seconds_all_runs", 0.0), 3),
             "runs": previous.get("runs", 0) + 1,
             "task_seconds_total": round(sum(payloads[t.task_id]["seconds"] for t in tasks), 3),
-            "per_task": {t.task_id: {"seconds": payloads[t.task_id]["seconds"],
-                                     "peak_rss_mib": payloads[t.task_id].get("peak_rss_mib")}
-                         for t in tasks},
+            "task_cpu_seconds_total": _cpu_total(payloads[t.task_id] for t in tasks),
+            "per_task": {t.task_id: _task_cost(payloads[t.task_id]) for t in tasks},
             "computed": sorted(computed),
             "reused": reused,
             "recovered": sorted(os.path.splitext(n)[0] for n in missing),

@@ -16,15 +16,18 @@ import pytest
 
 from sattn.experiments.acceptance import load_acceptance, reproduce_acceptance
 from sattn.experiments.acceptance.design import (
+    DRAWS_PER_PART,
+    AcceptanceLevel,
     AcceptanceTask,
     acceptance_tasks,
     count_accepted,
     next_widths,
+    run_acceptance_level,
     run_acceptance_task,
 )
 from sattn.experiments.engine import FastEngine
 from sattn.runs.runner import run_by_parts
-from sattn.runs.store import OutputLock, StoreError
+from sattn.runs.store import OutputLock, StoreError, TaskStore
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -206,6 +209,38 @@ def test_jobs_do_not_change_the_curves(tmp_path):
     assert m1["checksums"]["csv"] == m2["checksums"]["csv"]
     assert all(v["peak_rss_mib"] > 0 and v["seconds"] > 0 for v in m1["per_task"].values())
     assert isinstance(acceptance_tasks("quick")[0], AcceptanceTask)
+
+
+def test_the_manifest_adds_up_each_curves_cpu_time_and_counts_parts_stored_without_one(tmp_path):
+    """Every part records its CPU seconds beside its wall seconds; a curve's CPU time is the sum
+    of its parts'; a part stored before parts recorded CPU time (here: one with the field removed)
+    is counted in the curve's and the run's ``parts_without_cpu_seconds``, and the curve's counts
+    are those of a run that stored every part itself."""
+    task = acceptance_tasks("quick", setups=["k1-g1-e3-0.9"], lengths=[64])[0]
+    level = AcceptanceLevel(task, task.widths[0], 0, min(DRAWS_PER_PART, task.draws), False)
+    rec = run_acceptance_level(level)
+    assert rec["cpu_seconds"] > 0 and rec["seconds"] > 0
+    old = {k: v for k, v in rec.items() if k != "cpu_seconds"}
+    resumed = tmp_path / "resumed"
+    parts = TaskStore(resumed / "tasks" / "acceptance_parts" / task.task_id)
+    parts.root.mkdir(parents=True)
+    parts.save(level, old)
+    man = reproduce_acceptance(profile="quick", setups=["k1-g1-e3-0.9"], lengths=[64],
+                               out=resumed, progress=False)
+    whole = reproduce_acceptance(profile="quick", setups=["k1-g1-e3-0.9"], lengths=[64],
+                                 out=tmp_path / "whole", progress=False)
+    assert (resumed / "acceptance.csv").read_bytes() == \
+        (tmp_path / "whole" / "acceptance.csv").read_bytes()
+    cost = man["per_task"][task.task_id]
+    assert cost["parts_without_cpu_seconds"] == 1 and cost["cpu_seconds"] > 0
+    others = [v for k, v in man["per_task"].items() if k != task.task_id]
+    assert others and all("parts_without_cpu_seconds" not in v and v["cpu_seconds"] > 0
+                          for v in others)
+    assert man["task_cpu_seconds_total"]["parts_without"] == 1
+    assert man["task_cpu_seconds_total"]["curves_without"] == 0
+    assert man["task_cpu_seconds_total"]["seconds"] == pytest.approx(
+        sum(v["cpu_seconds"] for v in man["per_task"].values()), abs=0.01)
+    assert whole["task_cpu_seconds_total"]["parts_without"] == 0
 
 
 def test_a_width_counted_in_parts_gives_the_counts_of_counting_it_at_once():
