@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
+
+import pytest
 
 from tools import suite_times
 
@@ -22,8 +25,8 @@ def test_each_stage_is_timed_and_a_failure_stops_the_run(tmp_path):
     (tmp_path / "Makefile").write_text(
         "quick:\n\t@true\nslow:\n\t@sleep 0.3\nbad:\n\t@exit 3\nnever:\n\t@touch ran\n")
     done, total = suite_times.run(["quick", "slow", "bad", "never"], cwd=str(tmp_path))
-    assert [(s, c) for s, _, c in done] == [("quick", 0), ("slow", 0), ("bad", 2)]
-    seconds = dict((s, t) for s, t, _ in done)
+    assert [(d[0], d[2]) for d in done] == [("quick", 0), ("slow", 0), ("bad", 2)]
+    seconds = {d[0]: d[1] for d in done}
     assert seconds["slow"] >= 0.3 > seconds["quick"] and total >= sum(seconds.values())
     assert not (tmp_path / "ran").exists()
     text = suite_times.table(done, total)
@@ -35,11 +38,42 @@ def test_a_group_runs_at_once_and_reports_each_member(tmp_path, capsys):
         "a:\n\t@sleep 2; echo from-a\nb:\n\t@sleep 2; echo from-b; nice\n"
         "bad:\n\t@sleep 0.2; exit 4\nnever:\n\t@touch ran\n")
     done, total = suite_times.run(["a+b"], cwd=str(tmp_path))
-    assert [(s, c) for s, _, c in done] == [("a", 0), ("b", 0), ("a+b", 0)]
+    assert [(d[0], d[2]) for d in done] == [("a", 0), ("b", 0), ("a+b", 0)]
     assert total < 3.5                  # at the same time: one after the other takes 4 s or more
     out = capsys.readouterr().out
     # b's output comes whole after the group, with its priority (nice prints it): 10 lower
     assert "output of make b" in out and "from-b\n10" in out
     done, _ = suite_times.run(["a+bad", "never"], cwd=str(tmp_path))
-    assert [(s, c) for s, _, c in done] == [("a", 0), ("bad", 2), ("a+bad", 1)]
+    assert [(d[0], d[2]) for d in done] == [("a", 0), ("bad", 2), ("a+bad", 1)]
     assert not (tmp_path / "ran").exists()
+
+
+# 0.6 s of CPU time in one line (a recipe line cannot hold a loop statement)
+BURN = "import time; t = time.process_time(); all(iter(lambda: time.process_time() - t < 0.6, False))"
+
+
+def test_each_stage_reports_the_cpu_time_of_the_processes_under_it(tmp_path):
+    """A stage's CPU time counts its descendants (here a Python child of make's shell), not its
+    wall time: a stage that sleeps uses almost none, one that computes about its wall time; a
+    group's CPU time is its members' sum; the table turns the total into a least wall time."""
+    py = sys.executable
+    (tmp_path / "Makefile").write_text(
+        f"idle:\n\t@sleep 0.6\nbusy:\n\t@{py} -c '{BURN}'\n"
+        f"group-a:\n\t@{py} -c '{BURN}'\ngroup-b:\n\t@sleep 0.6\n")
+    done, total = suite_times.run(["idle", "busy", "group-a+group-b"], cwd=str(tmp_path))
+    cpu = {d[0]: d[3] for d in done}
+    assert cpu["idle"] < 0.2 and cpu["group-b"] < 0.2
+    assert cpu["busy"] >= 0.6 and cpu["group-a"] >= 0.6
+    assert cpu["group-a+group-b"] == cpu["group-a"] + cpu["group-b"]
+    assert suite_times.cpu_total(done) == cpu["idle"] + cpu["busy"] + cpu["group-a"] + cpu["group-b"]
+    text = suite_times.table(done, total, cores=2)
+    least = suite_times.cpu_total(done) / 2
+    assert f"at least {least:.1f} s of wall time" in text and "cores busy" in text
+
+
+def test_an_unwritable_out_path_is_refused_before_any_stage_runs(tmp_path, capsys):
+    (tmp_path / "Makefile").write_text("never:\n\t@touch ran\n")
+    with pytest.raises(SystemExit) as e:
+        suite_times.main(["never", "--out", str(tmp_path / "missing" / "times.json")])
+    assert e.value.code == 2
+    assert "not a writable folder" in capsys.readouterr().err
