@@ -234,8 +234,10 @@ def _quantile(link, b0, b1, q):
 # ----------------------------------------------------------------------------- isotonic
 def _pava(y, w):
     """Weighted pool-adjacent-violators: the non-decreasing fit to ``y`` (1-D)."""
+    if not (y[1:] < y[:-1]).any():        # already non-decreasing: nothing to pool
+        return np.array(y, float)
     vals, wts, cnt = [], [], []
-    for yi, wi in zip(y, w):
+    for yi, wi in zip(y.tolist(), w.tolist()):      # Python floats: the same IEEE arithmetic
         vals.append(yi)
         wts.append(wi)
         cnt.append(1)
@@ -267,9 +269,15 @@ def isotonic_quantile(d, n, s, q=0.5):
         raise ValueError(f"d, n and s must be 1-D of one length, got {d.shape}, {n.shape}, "
                          f"{s.shape}")
     q = check_real("q", q, low=0.0, high=1.0, low_open=True, high_open=True)
+    return _isotonic_crossing(d, n, s, q)
+
+
+def _isotonic_crossing(d, n, s, q):
+    """:func:`isotonic_quantile` of one curve given as 1-D float arrays of one length and a
+    checked ``q``."""
     keep = n > 0
     d, n, s = d[keep], n[keep], s[keep]
-    if d.size < 2 or np.any(np.diff(d) <= 0):
+    if d.size < 2 or (d[1:] <= d[:-1]).any():
         raise ValueError("a curve needs at least two widths with draws, in increasing order")
     f = _pava(s / n, n)
     if f[0] >= q or f[-1] < q:
@@ -283,9 +291,13 @@ def isotonic_quantiles(d, n, s, q=0.5):
     d = np.asarray(d, float)
     n = np.asarray(n, float)
     s = np.asarray(s, float)
+    if not (d.ndim >= 1 and d.shape == n.shape == s.shape):
+        raise ValueError(f"d, n and s must have one shape (..., W), got {d.shape}, {n.shape}, "
+                         f"{s.shape}")
+    q = check_real("q", q, low=0.0, high=1.0, low_open=True, high_open=True)
     out = np.empty(d.shape[:-1])
     for idx in np.ndindex(out.shape):
-        out[idx] = isotonic_quantile(d[idx], n[idx], s[idx], q)
+        out[idx] = _isotonic_crossing(d[idx], n[idx], s[idx], q)
     return out
 
 
