@@ -21,7 +21,6 @@ from sattn.experiments.acceptance.design import (
     AcceptanceTask,
     acceptance_tasks,
     count_accepted,
-    draws_per_part,
     next_widths,
     run_acceptance_level,
     run_acceptance_task,
@@ -258,21 +257,3 @@ def test_a_width_counted_in_parts_gives_the_counts_of_counting_it_at_once():
                                   warm=warm)
             succ, s1, warm = succ + a, s1 + b, warm or b < n
         assert (succ, s1) == whole, d
-
-
-def test_parts_hold_fewer_draws_beyond_32768_and_a_width_goes_on_from_a_larger_part():
-    """16 draws a part up to L = 32768, then in proportion to 1/L; a width whose first part was
-    stored with 16 draws goes on with the smaller parts from draw 16 (the split changes no count:
-    the test above)."""
-    assert [draws_per_part(L) for L in (64, 32768, 65536, 131072, 2 ** 20, 2 ** 30)] == \
-        [16, 16, 8, 4, 1, 1]
-    with pytest.raises(ValueError):
-        draws_per_part(0)
-    from sattn.experiments.acceptance import design
-
-    task = acceptance_tasks("out-of-sample", setups=["k2-g1-e7-0.5"], lengths=[131072])[0]
-    d = task.widths[0]
-    first = {"result": [d, 0, 16, 3, 5]}             # a part of 16 draws stored before
-    nxt = {p.d: p for p in design._next_levels(task, [first])}
-    assert (nxt[d].start, nxt[d].count, nxt[d].warm) == (16, 4, True)
-    assert all(p.start == 0 and p.count == 4 for w, p in nxt.items() if w != d)
