@@ -186,7 +186,10 @@ def run_by_parts(tasks, next_parts, compute_part, assemble, out, name: str, lock
         ``next_parts(task, done) -> list``: the parts ``task`` needs next, given ``done``, the
         payloads of its finished parts in order of completion (an empty list: the task is
         complete). Parts have a ``task_id`` and ``params()``, like tasks; it must be a function
-        of ``done``'s results only, so that a resumed run asks for the same parts.
+        of ``done``'s results only, so that a resumed run asks for the same parts. A part may
+        also have ``stored_as()``: the parts an earlier run, which split the work otherwise, may
+        have stored in its place; the first of them that is stored is loaded instead (its
+        payload goes to ``done``, so the next parts follow from what it covers).
     compute_part : callable
         ``compute_part(part) -> payload``; a module-level function (workers import it).
     assemble : callable
@@ -234,7 +237,7 @@ def run_by_parts(tasks, next_parts, compute_part, assemble, out, name: str, lock
                 nxt = next_parts(t, done[t.task_id])
                 if not nxt:
                     break
-                stored = [part_store(t).load(p) for p in nxt]
+                stored = [_load_part(part_store(t), p) for p in nxt]
                 if any(rec is None for rec in stored):
                     done[t.task_id] += [rec for rec in stored if rec is not None]
                     wanted += [(t, p) for p, rec in zip(nxt, stored) if rec is None]
@@ -264,6 +267,17 @@ def run_by_parts(tasks, next_parts, compute_part, assemble, out, name: str, lock
     with contextlib.suppress(OSError):
         parts_root.rmdir()                          # only when empty
     return Run(payloads, computed, reused, time.perf_counter() - t0, None)
+
+
+def _load_part(ps: TaskStore, part):
+    """The stored record of ``part``, else of the first of ``part.stored_as()`` that is stored;
+    None when none is."""
+    rec = ps.load(part)
+    for alt in (part.stored_as() if rec is None and hasattr(part, "stored_as") else ()):
+        rec = ps.load(alt)
+        if rec is not None:
+            break
+    return rec
 
 
 class _PartStores:

@@ -53,7 +53,7 @@ __all__ = [
     *__flat__,
     "DECADES_DMIN_MEAN", "OUT_OF_SAMPLE_ANCHOR", "ACCEPTANCE_PROFILES", "ACCEPTANCE_COLUMNS", "design_widths",
     "extend_widths", "next_widths", "measure_curve", "AcceptanceTask", "AcceptanceLevel",
-    "DRAWS_PER_PART",
+    "DRAWS_PER_PART", "PART_L", "draws_per_part",
     "acceptance_tasks", "count_accepted", "run_acceptance_task", "run_acceptance_level",
     "reproduce_acceptance", "load_acceptance", "read_acceptance_csv", "acceptance_profile",
 ]
@@ -278,10 +278,22 @@ class AcceptanceTask:
                 "draw_key": list(self.draw_key()), "engine": ENGINE_VERSION}
 
 
-#: Draws per stored part of a width (:class:`AcceptanceLevel`): at the longest registered lengths
-#: one draw takes up to a few minutes, so a whole width (64 draws) could outlast the session that
-#: runs it; a part of 16 draws is what an interruption can cost.
+#: Draws per stored part of a width (:class:`AcceptanceLevel`) up to :data:`PART_L`: at the longest
+#: registered lengths one draw takes up to a few minutes, so a whole width (64 draws) could outlast
+#: the session that runs it; a part is what an interruption can cost (:func:`draws_per_part`).
 DRAWS_PER_PART = 16
+#: Beyond this length a part holds fewer draws, in proportion to 1/L.
+PART_L = 32768
+
+
+def draws_per_part(L: int) -> int:
+    """Draws per stored part of a width at length ``L``: :data:`DRAWS_PER_PART` up to
+    :data:`PART_L`, then ``DRAWS_PER_PART * PART_L // L`` (8 at 65,536, 4 at 131,072), at least
+    one. A draw's cost grows at least in proportion to ``L``, so a part never costs less than 16
+    draws at 32,768; how the draws of a width are split into parts changes no count (the parts of a
+    width carry whether an earlier draw survived stage 1)."""
+    L = check_int("L", L, low=1)
+    return max(1, min(DRAWS_PER_PART, DRAWS_PER_PART * PART_L // L))
 
 
 @dataclass(frozen=True)
@@ -299,11 +311,27 @@ class AcceptanceLevel:
 
     @property
     def task_id(self) -> str:
-        return f"{self.curve.task_id}_d{self.d}_i{self.start}"
+        """``<curve>_d<d>_i<start>``, and ``_n<count>`` after it when the part is not the size
+        parts had before :func:`draws_per_part` (so it never takes the id of a stored older part
+        of other parameters)."""
+        base = f"{self.curve.task_id}_d{self.d}_i{self.start}"
+        return base if self.count == self._sixteen() else f"{base}_n{self.count}"
+
+    def _sixteen(self) -> int:
+        """The size of the part at this start under the rule before :func:`draws_per_part`."""
+        return min(DRAWS_PER_PART, self.curve.draws - self.start)
 
     def params(self) -> dict:
         return {"curve": self.curve.params(), "d": self.d, "draws": [self.start, self.count],
                 "warm": self.warm}
+
+    def stored_as(self) -> tuple:
+        """The parts an earlier run may have stored in place of this one (for
+        :func:`~sattn.runs.runner.run_by_parts`): the part of :data:`DRAWS_PER_PART` draws at
+        the same start, the only size parts had before they shrank beyond :data:`PART_L`."""
+        if self.count == self._sixteen() or self.start % DRAWS_PER_PART:
+            return ()
+        return (AcceptanceLevel(self.curve, self.d, self.start, self._sixteen(), self.warm),)
 
 
 def acceptance_tasks(profile="paper", *, setups=None, lengths=None) -> list[AcceptanceTask]:
@@ -423,13 +451,13 @@ def _widths_so_far(task: AcceptanceTask, done: list) -> dict:
 
 def _next_levels(task: AcceptanceTask, done: list) -> list[AcceptanceLevel]:
     """The parts ``task`` measures next, given the records of those it has: the next
-    :data:`DRAWS_PER_PART` draws of each width that :func:`next_widths` asks for."""
+    :func:`draws_per_part` draws of each width that :func:`next_widths` asks for."""
     by_d = _widths_so_far(task, done)
     counts = {d: (n, succ) for d, (n, succ, _, _) in by_d.items() if n == task.draws}
     parts = []
     for d in next_widths(list(task.widths), task.L, dict(task.rule), counts):
         n, _, _, warm = by_d.get(d, (0, 0, 0, False))
-        parts.append(AcceptanceLevel(task, d, n, min(DRAWS_PER_PART, task.draws - n), warm))
+        parts.append(AcceptanceLevel(task, d, n, min(draws_per_part(task.L), task.draws - n), warm))
     return parts
 
 
@@ -491,7 +519,7 @@ def reproduce_acceptance(*, profile="quick", setups=None, lengths=None, jobs=1, 
     """Compute (or resume) the acceptance curves; write ``<out>/acceptance.csv`` + manifest.
 
     Each curve is measured in parts (``sattn.runs.runner.run_by_parts``), each part
-    :data:`DRAWS_PER_PART` consecutive draws at one width: every finished part is stored at once,
+    :func:`draws_per_part` consecutive draws at one width: every finished part is stored at once,
     so an interrupted run loses at most the parts in progress, and rerunning the same command
     resumes; a finished curve is stored whole and its parts' files removed. The widths of all
     unfinished curves run in parallel on ``jobs`` workers (the parts of one width in order).

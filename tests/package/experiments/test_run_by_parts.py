@@ -21,6 +21,7 @@ from sattn.experiments.acceptance.design import (
     AcceptanceTask,
     acceptance_tasks,
     count_accepted,
+    draws_per_part,
     next_widths,
     run_acceptance_level,
     run_acceptance_task,
@@ -257,3 +258,58 @@ def test_a_width_counted_in_parts_gives_the_counts_of_counting_it_at_once():
                                   warm=warm)
             succ, s1, warm = succ + a, s1 + b, warm or b < n
         assert (succ, s1) == whole, d
+
+
+def test_parts_hold_fewer_draws_beyond_32768():
+    assert [draws_per_part(L) for L in (64, 32768, 65536, 131072, 2 ** 20, 2 ** 30)] == \
+        [16, 16, 8, 4, 1, 1]
+    with pytest.raises(ValueError):
+        draws_per_part(0)
+    task = acceptance_tasks("out-of-sample", setups=["k2-g1-e7-0.5"], lengths=[131072])[0]
+    small = AcceptanceLevel(task, task.widths[0], 0, 4, False)
+    old = AcceptanceLevel(task, task.widths[0], 0, 16, False)
+    assert small.task_id == old.task_id + "_n4" and small.stored_as() == (old,)
+    assert old.stored_as() == () and AcceptanceLevel(task, task.widths[0], 4, 4, True).stored_as() == ()
+    last = AcceptanceLevel(task, task.widths[0], 60, 4, True)       # the old rule's size there too
+    assert last.task_id.endswith("_i60") and last.stored_as() == ()
+
+
+def test_a_run_with_smaller_parts_resumes_the_parts_an_older_run_stored_on_disk(tmp_path, monkeypatch):
+    """A part stored by a run with the old size (all draws of the first width in one part, under
+    the old id) is loaded, not recomputed, when the run now splits widths into smaller parts
+    (``PART_L`` lowered so that L = 128 gets parts of 8 draws); the other widths are computed in
+    the smaller parts, and the curves equal those of a run that never changed its parts."""
+    from sattn.experiments.acceptance import design
+
+    task = acceptance_tasks("quick", setups=["k1-g1-e3-0.9"], lengths=[128])[0]
+    assert draws_per_part(128) == 16 and task.draws == 12     # the old rule: one part a width
+    first = AcceptanceLevel(task, task.widths[0], 0, 12, False)
+    rec = run_acceptance_level(first)
+    del rec["cpu_seconds"]                        # marks the record as the old run's
+    resumed = tmp_path / "resumed"
+    parts = TaskStore(resumed / "tasks" / "acceptance_parts" / task.task_id)
+    parts.root.mkdir(parents=True)
+    parts.save(first, rec)
+    assert parts.path(first).name == f"{task.task_id}_d{task.widths[0]}_i0.json"
+
+    monkeypatch.setattr(design, "PART_L", 64)
+    assert draws_per_part(128) == 8
+    computed = []
+    real = design.run_acceptance_level
+
+    def spy(level):
+        computed.append((level.curve.task_id, level.d, level.start, level.count))
+        return real(level)
+    monkeypatch.setattr(design, "run_acceptance_level", spy)
+    man = reproduce_acceptance(profile="quick", setups=["k1-g1-e3-0.9"], lengths=[128], jobs=1,
+                               out=resumed, progress=False)
+    assert (task.task_id, task.widths[0], 0, 8) not in computed          # loaded instead
+    mine = [c for c in computed if c[0] == task.task_id]
+    assert mine and {c[3] for c in mine} == {8, 4} and all(c[1] != task.widths[0] for c in mine)
+    assert man["per_task"][task.task_id]["parts_without_cpu_seconds"] == 1
+
+    monkeypatch.undo()
+    whole = tmp_path / "whole"
+    reproduce_acceptance(profile="quick", setups=["k1-g1-e3-0.9"], lengths=[128], jobs=1,
+                         out=whole, progress=False)
+    assert (resumed / "acceptance.csv").read_bytes() == (whole / "acceptance.csv").read_bytes()
