@@ -327,7 +327,7 @@ class AcceptanceLevel:
 
     def stored_as(self) -> tuple:
         """The parts an earlier run may have stored in place of this one (for
-        :func:`~sattn.runs.runner.run_by_parts`): the part of :data:`DRAWS_PER_PART` draws at
+        ``sattn.runs.runner.run_by_parts``): the part of :data:`DRAWS_PER_PART` draws at
         the same start, the only size parts had before they shrank beyond :data:`PART_L`."""
         if self.count == self._sixteen() or self.start % DRAWS_PER_PART:
             return ()
