@@ -29,12 +29,13 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import chi2 as chi2_dist
 
-from ..._validate import check_int, check_rng
+from ..._validate import check_int, check_real, check_rng
 from ...results import Result
 from ...runs.store import StoreError, sha256_file
-from .analysis import PRIMARY_MIN_L, validate_estimates, boxcox_profile
-from .design import read_acceptance_csv
-from .robust import fit_loglog_family
+from .analysis import (BOOT_SEED, PRIMARY_MIN_L, boxcox_profile, curves_by_setting, pad_curves,
+                       validate_estimates)
+from .design import acceptance_tasks, load_acceptance, next_widths, read_acceptance_csv
+from .robust import analyse_setting_link, fit_loglog_family, link_curve, link_quantiles
 
 __flat__: list[str] = []
 __all__ = [
@@ -317,3 +318,340 @@ def registered_acceptance(data_dir="data") -> list[dict]:
 
 
 __all__ += ["REGISTERED_CURVES", "registered_acceptance"]
+
+
+# ----------------------------------------------------------------------------- the measurement
+#: The decision's summaries: the primary (deciding) one first, then the reported secondary ones.
+OOS_SUMMARIES = (OOS_METHOD, "probit", "isotonic")
+
+
+def measured_points(old_rows, new_rows, *, method=OOS_METHOD, setups=OOS_SETUPS,
+                    lengths=OOS_LENGTHS) -> dict:
+    """The measured ``d_50`` at the new lengths and their variances, as registered.
+
+    Each setting's curves at the lengths already measured (``old_rows``) and at the new ones
+    (``new_rows``) go through the registered per-length pooling together
+    (:func:`~sattn.experiments.acceptance.robust.analyse_setting_link` with ``method``): the mean
+    over the targets of each curve's ``d_50``, and its variance
+    ``max(c mean^2, mean bootstrap variance) / T`` with the relative between-target variance
+    ``c`` pooled over all the setting's lengths, the new ones included.
+
+    Parameters
+    ----------
+    old_rows, new_rows : list of dict
+        Acceptance rows (``setup, L, target, d, draws, successes``): ``old_rows`` at
+        ``L <= 32768`` (the book's curves), ``new_rows`` exactly the settings ``setups`` at the
+        lengths ``lengths``, every target that the old rows hold at each.
+
+    Returns
+    -------
+    dict
+        ``points``: ``[(setup, L), ...]`` in the registration's order (setting-major);
+        ``d50``, ``var``: arrays over those points; ``per_target``: each point's targets'
+        ``d_50`` (a list of lists).
+
+    Raises
+    ------
+    ValueError
+        New rows at another setting or length, a missing curve, old rows above 32,768, or a
+        new length at which some target's curve gives no ``d_50`` (the registration has no
+        point without one).
+    """
+    if method not in OOS_SUMMARIES:
+        raise ValueError(f"unknown summary {method!r}; valid: {', '.join(OOS_SUMMARIES)}")
+    top = max(r["L"] for r in old_rows)
+    if top > 32768:
+        raise ValueError(f"old_rows hold L = {top}; the curves before the new lengths end at 32768")
+    want = {(s, int(L)) for s in setups for L in lengths}
+    got = {(r["setup"], int(r["L"])) for r in new_rows}
+    if got != want:
+        extra, missing = sorted(got - want), sorted(want - got)
+        raise ValueError("the new curves must be exactly the registered (setting, L) pairs"
+                         + (f"; not registered: {extra}" if extra else "")
+                         + (f"; missing: {missing}" if missing else ""))
+    old, new = curves_by_setting(old_rows), curves_by_setting(new_rows)
+    points, d50, var, per_target = [], [], [], []
+    for name in setups:
+        if name not in old:
+            raise ValueError(f"old_rows hold no curve of {name}")
+        targets = sorted(next(iter(old[name].values())))
+        for L in lengths:
+            if sorted(new[name][L]) != targets:
+                raise ValueError(f"{name} at L = {L}: targets {sorted(new[name][L])}, expected "
+                                 f"{targets}")
+        merged = {**old[name], **new[name]}
+        rng = np.random.default_rng(BOOT_SEED)
+        Ls, y, v, dropped = analyse_setting_link(merged, method, rng=rng)
+        lost = [L for L in lengths if L in dropped]
+        if lost:
+            raise ValueError(f"{name}: no {method} d_50 for some target at L = {lost}; the "
+                             "registered decision needs every new point")
+        for L in lengths:
+            j = int(np.flatnonzero(Ls == L)[0])
+            curves = [new[name][L][t] for t in targets]
+            D, N, S = pad_curves(curves)
+            # each target's own d_50 (the estimate does not depend on the bootstrap's draws)
+            each = link_quantiles(D, N, S, method, n_boot=20, rng=np.random.default_rng(0))["est"]
+            points.append((name, int(L)))
+            d50.append(float(y[j]))
+            var.append(float(v[j]))
+            per_target.append([float(x) for x in each])
+    return {"points": points, "d50": np.array(d50), "var": np.array(var),
+            "per_target": per_target}
+
+
+def registered_predictions(registration: dict, exact_model: list[dict] | None = None, *,
+                           method=OOS_METHOD, setups=OOS_SETUPS) -> dict:
+    """The predictions as the registration stores them (``data/registration/out_of_sample.json``,
+    already parsed), for one summary, over every (setting, L) point in the registration's order:
+    ``{model: {"pred", "cov"}}``; with ``exact_model`` (:func:`exact_model_predictions`) the row
+    model is added. Nothing is refitted: the numbers are those committed before the data.
+
+    Raises
+    ------
+    ValueError
+        A summary, setting or length the registration does not hold.
+    """
+    if method not in registration.get("methods", {}):
+        raise ValueError(f"the registration holds no summary {method!r}; it holds "
+                         f"{sorted(registration.get('methods', {}))}")
+    if list(registration["setups"]) != list(setups):
+        raise ValueError(f"the registration's settings are {registration['setups']}, not "
+                         f"{list(setups)}")
+    rec = registration["methods"][method]
+    per = []
+    for j, name in enumerate(setups):
+        P = {k: {"pred": np.array(p["d50"], float), "cov": np.array(p["cov"], float)}
+             for k, p in rec[name]["predictions"].items()}
+        if exact_model is not None:
+            P.update(exact_model[j])
+        per.append(P)
+    return concat_predictions(per)
+
+
+@dataclass
+class OutOfSampleResult(Result):
+    """The registered decision and what is reported beside it.
+
+    ``points``: the new (setting, L) pairs; ``measured[summary]``: their ``d_50`` and variances
+    (:func:`measured_points`); ``decisions``: ``"registered"`` (the primary summary, the three
+    fitted laws, every point: the one that decides), ``"with_row_model"`` (addendum 1: the row
+    model as a fourth law), ``"k1_only"`` (the first setting's points), and
+    ``"<summary>"`` for each secondary summary (three laws, every point).
+    """
+
+    points: list
+    measured: dict
+    decisions: dict
+
+    @property
+    def ok(self) -> bool:
+        """The registered decision names a winner."""
+        return self.decisions["registered"].ok
+
+    @property
+    def verdict(self) -> str:
+        return self.decisions["registered"].verdict
+
+    @property
+    def message(self) -> str:
+        return "registered out-of-sample decision: " + self.decisions["registered"].message
+
+
+def decide_measured(old_rows, new_rows, registration: dict, exact_model: list[dict], *,
+                    setups=OOS_SETUPS, lengths=OOS_LENGTHS) -> OutOfSampleResult:
+    """Measure the new points under every summary and apply the registered rule
+    (:func:`decide_out_of_sample`) to the registered predictions; see
+    :class:`OutOfSampleResult` for what is decided and what is reported."""
+    if list(registration["lengths"]) != [int(L) for L in lengths]:
+        raise ValueError(f"the registration's lengths are {registration['lengths']}, not "
+                         f"{list(lengths)}")
+    measured, decisions = {}, {}
+    for method in OOS_SUMMARIES:
+        m = measured_points(old_rows, new_rows, method=method, setups=setups, lengths=lengths)
+        measured[method] = m
+        preds = registered_predictions(registration, method=method, setups=setups)
+        if method == OOS_METHOD:
+            decisions["registered"] = decide_out_of_sample(preds, m["d50"], m["var"])
+            four = registered_predictions(registration, exact_model, method=method,
+                                          setups=setups)
+            decisions["with_row_model"] = decide_out_of_sample(four, m["d50"], m["var"])
+            n1 = len(lengths)
+            first = {k: {"pred": p["pred"][:n1], "cov": p["cov"][:n1, :n1]}
+                     for k, p in preds.items()}
+            decisions["k1_only"] = decide_out_of_sample(first, m["d50"][:n1], m["var"][:n1])
+        else:
+            decisions[method] = decide_out_of_sample(preds, m["d50"], m["var"])
+    return OutOfSampleResult(measured[OOS_METHOD]["points"], measured, decisions)
+
+
+def out_of_sample_decision(data_dir="data") -> OutOfSampleResult:
+    """The registered decision from the committed files: the book's curves
+    (``<data_dir>/acceptance.csv``), the new ones (``<data_dir>/out_of_sample/acceptance.csv``,
+    written when the run of ``python -m sattn reproduce acceptance --profile out-of-sample``
+    ends), and the two registrations under ``<data_dir>/registration/``. Both CSVs are checked
+    against their manifests.
+
+    Raises
+    ------
+    StoreError
+        A file is missing (the new curves are written only when the whole run has ended) or
+        does not match its manifest.
+    """
+    data = Path(data_dir)
+    reg_path = data / "registration" / "out_of_sample.json"
+    exact_path = data / "registration" / "predictions_exact_model.json"
+    for p in (reg_path, exact_path):
+        if not p.exists():
+            raise StoreError(f"{p} is missing; restore it from git (it is part of the registration)")
+    registration = json.loads(reg_path.read_text())
+    return decide_measured(load_acceptance(data), load_acceptance(data / "out_of_sample"),
+                           registration, exact_model_predictions(exact_path))
+
+
+__all__ += ["OOS_SUMMARIES", "measured_points", "registered_predictions", "OutOfSampleResult",
+            "decide_measured", "out_of_sample_decision"]
+
+
+# ----------------------------------------------------------------------------- calibration
+def simulate_new_rows(truth: dict, scale: dict, *, link="loglog", rng=None) -> list[dict]:
+    """Synthetic curves at the new lengths, measured as the run measures them: each registered
+    curve (``acceptance_tasks("out-of-sample")``: its initial widths, draws per width and
+    extension rule) with binomial counts from a known ``p(d)``.
+
+    Parameters
+    ----------
+    truth : dict
+        ``{(setup, L): d_50}`` for every registered point: where ``p(d)`` crosses 1/2 (all targets
+        of a point share it).
+    scale : dict
+        ``{setup: s}``: ``p(d)`` has the slope at ``d_50`` of the probit ``Phi((d - d_50)/s)``
+        (:func:`~sattn.experiments.acceptance.robust.link_curve`).
+    link : str
+        The shape of ``p(d)`` (``"loglog"``, ``"probit"``, ``"logit"``, ``"cloglog"``): another
+        link than the summary's is a misspecified one.
+
+    Returns
+    -------
+    list of dict
+        Acceptance rows, as :func:`measured_points` takes them.
+    """
+    rng = np.random.default_rng(OOS_SEED) if rng is None else check_rng("rng", rng)
+    rows = []
+    for task in acceptance_tasks("out-of-sample"):
+        key = (task.setup.name, int(task.L))
+        if key not in truth or task.setup.name not in scale:
+            raise ValueError(f"no true d_50 or scale for {key}")
+        p = link_curve(link, float(truth[key]), float(scale[task.setup.name]))
+        counts = {}
+        while True:
+            todo = next_widths(list(task.widths), task.L, dict(task.rule), counts)
+            if not todo:
+                break
+            for d in todo:
+                counts[d] = (task.draws, int(rng.binomial(task.draws, float(p(d)))))
+        rows += [{"setup": task.setup.name, "L": int(task.L), "target": int(task.target),
+                  "d": d, "draws": n, "successes": s} for d, (n, s) in sorted(counts.items())]
+    return rows
+
+
+__all__ += ["simulate_new_rows"]
+
+
+#: The synthetic curves of :func:`calibrate_decision`: ``{name: (link, same_summary)}``. With
+#: ``same_summary`` the curve is placed so that the primary summary of its noiseless shape gives
+#: the true ``d_50`` (a shape other than the summary's, the same at every length: the old and the
+#: new curves misfit alike); without it the curve's own median is the true ``d_50`` (with another
+#: link than the summary's: a change of shape beyond the lengths measured so far).
+CALIBRATION_SCENARIOS = {
+    "loglog": ("loglog", False),
+    "probit, same summary": ("probit", True),
+    "probit, same median": ("probit", False),
+}
+
+
+def summary_offset(link, scale, *, method=OOS_METHOD) -> float:
+    """How far the primary summary's ``d_50`` of a noiseless curve of shape ``link`` (probit
+    slope ``1/scale`` at its median, :func:`~sattn.experiments.acceptance.robust.link_curve`)
+    lies from the curve's own median: the summary fitted to the expected shares on a grid of
+    widths ``median +- 4 scale`` (step ``scale / 8``, equal weights)."""
+    check_real("scale", scale, low=0, low_open=True)
+    d = np.arange(-32, 33) * (scale / 8)
+    p = link_curve(link, 0.0, scale)(d)
+    n = np.full(d.shape, 1024.0)
+    r = link_quantiles(d[None], n[None], (n * p)[None], method, n_boot=20,
+                       rng=np.random.default_rng(0))
+    return float(r["est"][0])
+
+
+def calibrate_decision(old_rows, registration: dict, exact_model: list[dict], scale: dict, *,
+                       scenarios=None, reps=200, seed=OOS_SEED, progress=None) -> dict:
+    """The registered rule, end to end, on synthetic curves whose truth is known.
+
+    For each scenario of :data:`CALIBRATION_SCENARIOS` and each true law (the three fitted laws
+    and the row model), ``reps`` times: a true ``d_50`` at every new point drawn from the law's
+    registered prediction and covariance (primary summary), curves simulated as the run
+    measures them (:func:`simulate_new_rows`, every target of a point sharing it), the points
+    measured and the rule applied (:func:`decide_measured`). Unlike the registration's expected
+    outcomes, which drew the measured points from a normal law with the expected variances, this
+    runs the fits, the extension rule, the bootstrap and the pooling themselves; a scenario with
+    another link than the summary's makes the curves' shape misspecified.
+
+    Returns
+    -------
+    dict
+        ``{scenario: {truth: {...}}}`` with the shares of the registered verdicts
+        (``"registered"``, three laws) and of the four-law rule (``"with_row_model"``);
+        ``"true_survives"``: how often the true law survives (under the rule that includes it);
+        ``"true_chi2_mean"``: the mean of its chi^2 (4 if the variances are right and the law is
+        true); per point, ``"measured_bias"`` and ``"measured_sd"`` of the measured ``d_50``
+        about the drawn truth, beside ``"reported_sd"``, the mean standard deviation that the
+        registered pooling reported.
+    """
+    reps = check_int("reps", reps, low=2)
+    scenarios = CALIBRATION_SCENARIOS if scenarios is None else scenarios
+    models = (*OOS_MODELS, EXACT_MODEL)
+    three = registered_predictions(registration)
+    four = registered_predictions(registration, exact_model)
+    pts = [(s, L) for s in OOS_SETUPS for L in OOS_LENGTHS]
+    out = {}
+    for i, (name, (link, same_summary)) in enumerate(scenarios.items()):
+        shift = np.array([summary_offset(link, scale[s]) if same_summary else 0.0
+                          for s, _ in pts])
+        out[name] = {"link": link, "same_summary": bool(same_summary),
+                     "summary_offset": shift.tolist(), "truths": {}}
+        for j, truth in enumerate(models):
+            rng = np.random.default_rng([seed, i, j])
+            P = four[truth]
+            chol = np.linalg.cholesky(np.asarray(P["cov"]) + 1e-12 * np.eye(len(pts)))
+            verdicts = {"registered": {}, "with_row_model": {}}
+            survive, chis, errs, sds = 0, [], [], []
+            for _ in range(reps):
+                true = P["pred"] + chol @ rng.standard_normal(len(pts))
+                rows = simulate_new_rows(dict(zip(pts, true - shift)), scale, link=link, rng=rng)
+                res = decide_measured(old_rows, rows, registration, exact_model)
+                for k in verdicts:
+                    dec = res.decisions[k]
+                    key = dec.winner or ("undecided" if dec.surviving else "none")
+                    verdicts[k][key] = verdicts[k].get(key, 0) + 1
+                rule = res.decisions["registered" if truth in three else "with_row_model"]
+                survive += truth in rule.surviving
+                chis.append(rule.chi2[truth])
+                m = res.measured[OOS_METHOD]
+                errs.append(m["d50"] - true)
+                sds.append(np.sqrt(m["var"]))
+                if progress is not None:
+                    progress()
+            out[name]["truths"][truth] = {
+                "registered": {k: v / reps for k, v in sorted(verdicts["registered"].items())},
+                "with_row_model": {k: v / reps
+                                   for k, v in sorted(verdicts["with_row_model"].items())},
+                "true_survives": survive / reps,
+                "true_chi2_mean": float(np.mean(chis)),
+                "measured_bias": np.mean(errs, axis=0).tolist(),
+                "measured_sd": np.std(errs, axis=0, ddof=1).tolist(),
+                "reported_sd": np.mean(sds, axis=0).tolist()}
+    return out
+
+
+__all__ += ["CALIBRATION_SCENARIOS", "summary_offset", "calibrate_decision"]
