@@ -600,8 +600,10 @@ def calibrate_decision(old_rows, registration: dict, exact_model: list[dict], sc
     Returns
     -------
     dict
-        ``{scenario: {truth: {...}}}`` with the shares of the registered verdicts
-        (``"registered"``, three laws) and of the four-law rule (``"with_row_model"``);
+        ``{scenario: {"link", "same_summary", "summary_offset", "truths": {truth: {...}}}}``
+        with ``"verdicts"``: for every decision of :class:`OutOfSampleResult` (the registered
+        one, the four-law rule, k = 1 alone, the secondary summaries) the share of each verdict
+        (a law's name for a win, ``"undecided"``, ``"none"``);
         ``"true_survives"``: how often the true law survives (under the rule that includes it);
         ``"true_chi2_mean"``: the mean of its chi^2 (4 if the variances are right and the law is
         true); per point, ``"measured_bias"`` and ``"measured_sd"`` of the measured ``d_50``
@@ -624,16 +626,16 @@ def calibrate_decision(old_rows, registration: dict, exact_model: list[dict], sc
             rng = np.random.default_rng([seed, i, j])
             P = four[truth]
             chol = np.linalg.cholesky(np.asarray(P["cov"]) + 1e-12 * np.eye(len(pts)))
-            verdicts = {"registered": {}, "with_row_model": {}}
+            verdicts = {}
             survive, chis, errs, sds = 0, [], [], []
             for _ in range(reps):
                 true = P["pred"] + chol @ rng.standard_normal(len(pts))
                 rows = simulate_new_rows(dict(zip(pts, true - shift)), scale, link=link, rng=rng)
                 res = decide_measured(old_rows, rows, registration, exact_model)
-                for k in verdicts:
-                    dec = res.decisions[k]
+                for k, dec in res.decisions.items():
                     key = dec.winner or ("undecided" if dec.surviving else "none")
-                    verdicts[k][key] = verdicts[k].get(key, 0) + 1
+                    tally = verdicts.setdefault(k, {})
+                    tally[key] = tally.get(key, 0) + 1
                 rule = res.decisions["registered" if truth in three else "with_row_model"]
                 survive += truth in rule.surviving
                 chis.append(rule.chi2[truth])
@@ -643,9 +645,8 @@ def calibrate_decision(old_rows, registration: dict, exact_model: list[dict], sc
                 if progress is not None:
                     progress()
             out[name]["truths"][truth] = {
-                "registered": {k: v / reps for k, v in sorted(verdicts["registered"].items())},
-                "with_row_model": {k: v / reps
-                                   for k, v in sorted(verdicts["with_row_model"].items())},
+                "verdicts": {k: {v: c / reps for v, c in sorted(t.items())}
+                             for k, t in verdicts.items()},
                 "true_survives": survive / reps,
                 "true_chi2_mean": float(np.mean(chis)),
                 "measured_bias": np.mean(errs, axis=0).tolist(),

@@ -177,9 +177,12 @@ def test_calibration_runs_the_rule_end_to_end(old_rows):
     truths = res["loglog"]["truths"]
     assert list(truths) == [*oos.OOS_MODELS, oos.EXACT_MODEL]
     for truth, r in truths.items():
-        assert sum(r["registered"].values()) == pytest.approx(1)
+        assert set(r["verdicts"]) == {"registered", "with_row_model", "k1_only", "probit",
+                                      "isotonic"}
+        for shares in r["verdicts"].values():
+            assert sum(shares.values()) == pytest.approx(1)
         assert len(r["measured_sd"]) == len(r["reported_sd"]) == 4
         assert r["true_survives"] >= 0.75, (truth, r)
     # the log law is far from the bent laws at k = 2: it wins whenever it is the truth
-    assert truths["log"]["registered"] == {"log": 1.0}
-    assert "log" not in truths["boxcox"]["registered"]
+    assert truths["log"]["verdicts"]["registered"] == {"log": 1.0}
+    assert "log" not in truths["boxcox"]["verdicts"]["registered"]
