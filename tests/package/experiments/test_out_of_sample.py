@@ -186,3 +186,19 @@ def test_calibration_runs_the_rule_end_to_end(old_rows):
     # the log law is far from the bent laws at k = 2: it wins whenever it is the truth
     assert truths["log"]["verdicts"]["registered"] == {"log": 1.0}
     assert "log" not in truths["boxcox"]["verdicts"]["registered"]
+
+
+def test_shape_check_tells_the_curves_link(old_rows):
+    truth = _truth("loglog_family")
+    ll = oos.shape_check(oos.simulate_new_rows(truth, SCALE, link="loglog",
+                                               rng=np.random.default_rng(8)))
+    pr = oos.shape_check(oos.simulate_new_rows(truth, SCALE, link="probit",
+                                               rng=np.random.default_rng(8)))
+    assert ll["curves"] == pr["curves"] == 12 and ll["dof"] >= 12 * 5
+    assert ll["deviance"]["loglog"] < ll["deviance"]["probit"]
+    assert pr["deviance"]["probit"] < pr["deviance"]["loglog"]
+    assert ll["better"]["loglog over probit"] > pr["better"]["loglog over probit"]
+    res = oos.decide_measured(old_rows, oos.simulate_new_rows(truth, SCALE,
+                                                              rng=np.random.default_rng(8)),
+                              REG, EXACT)
+    assert res.shape == ll
