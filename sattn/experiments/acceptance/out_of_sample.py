@@ -440,13 +440,17 @@ class OutOfSampleResult(Result):
     model as a fourth law), ``"k1_only"`` (the first setting's points), and
     ``"<summary>"`` for each secondary summary (three laws, every point); ``shape``: whether
     the new curves keep the log-log shape of the curves the laws were fitted on
-    (:func:`shape_check`; reported, not deciding).
+    (:func:`shape_check`; reported, not deciding); ``with_registered_curves``: the primary
+    summary's points when the pooling runs over the curves as registered
+    (:func:`registered_acceptance`) instead of the book's current ones (reported, not deciding;
+    filled by :func:`out_of_sample_decision`).
     """
 
     points: list
     measured: dict
     decisions: dict
     shape: dict = field(default_factory=dict)
+    with_registered_curves: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -531,8 +535,11 @@ def out_of_sample_decision(data_dir="data") -> OutOfSampleResult:
         if not p.exists():
             raise StoreError(f"{p} is missing; restore it from git (it is part of the registration)")
     registration = json.loads(reg_path.read_text())
-    return decide_measured(load_acceptance(data), load_acceptance(data / "out_of_sample"),
-                           registration, exact_model_predictions(exact_path))
+    new_rows = load_acceptance(data / "out_of_sample")
+    res = decide_measured(load_acceptance(data), new_rows, registration,
+                          exact_model_predictions(exact_path))
+    res.with_registered_curves = measured_points(registered_acceptance(data), new_rows)
+    return res
 
 
 __all__ += ["OOS_SUMMARIES", "measured_points", "registered_predictions", "OutOfSampleResult",

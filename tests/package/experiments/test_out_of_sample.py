@@ -138,7 +138,8 @@ def test_the_decision_from_files(tmp_path, old_rows):
     (data / "registration").mkdir(parents=True)
     for name in ("acceptance.csv", "acceptance_manifest.json"):
         shutil.copy(DATA / name, data / name)
-    for name in ("out_of_sample.json", "predictions_exact_model.json"):
+    for name in ("out_of_sample.json", "predictions_exact_model.json",
+                 "acceptance_at_registration.csv"):
         shutil.copy(DATA / "registration" / name, data / "registration" / name)
     with pytest.raises(StoreError, match="out_of_sample/acceptance.csv is missing"):
         oos.out_of_sample_decision(data)
@@ -152,6 +153,12 @@ def test_the_decision_from_files(tmp_path, old_rows):
     again = oos.decide_measured(old_rows, rows, REG, EXACT)
     assert res.decisions["registered"].chi2 == again.decisions["registered"].chi2
     assert res.verdict == "log wins"
+    # beside it, the points pooled with the curves as registered: the same points, nearly the
+    # same numbers (nine rows of one setting differ)
+    alt = res.with_registered_curves
+    assert alt["points"] == res.points
+    assert np.allclose(alt["d50"], res.measured["loglog"]["d50"], atol=1e-9)
+    assert np.allclose(alt["var"], res.measured["loglog"]["var"], rtol=0.2)
     csv.write_text(csv.read_text().replace(",64,", ",63,", 1))
     with pytest.raises(StoreError, match="does not match its manifest checksum"):
         oos.out_of_sample_decision(data)
