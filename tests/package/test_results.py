@@ -58,7 +58,7 @@ RESULT_CLASSES = {
     "MemorizationReport", "UniversalApproximationReport", "DrawOutcome", "LevelResult",
     "PrecisionReport", "RowPrediction", "DrawPrediction", "DminPrediction", "ModelCheck",
     "Comparison", "LawJudgement", "NestedSupports", "BoxCoxProfile", "Decision", "Calibration",
-    "Certified", "ModelTest", "RobustCalibration", "OutOfSampleDecision",
+    "Certified", "ModelTest", "RobustCalibration", "OutOfSampleDecision", "OutOfSampleResult",
     "RobustVerdict", "CodeInput", "CodeReport",
 }
 
@@ -134,6 +134,11 @@ def _instances():
         acceptance.decide_out_of_sample({"log": {"pred": np.array([10.0, 11.0]), "cov": np.eye(2) * 0.01},
                                          "sqrt": {"pred": np.array([14.0, 16.0]), "cov": np.eye(2) * 0.01}},
                                         [10.1, 11.05], [0.04, 0.04]),
+        acceptance.OutOfSampleResult(
+            [("s", 65536), ("s", 131072)], {},
+            {"registered": acceptance.decide_out_of_sample(
+                {"log": {"pred": np.array([10.0, 11.0]), "cov": np.eye(2) * 0.01}},
+                [10.1, 11.05], [0.04, 0.04])}),
         sattn.sign_code_input(sattn.regular_pattern(8, 1, rng)),
         sattn.check_code_input(sattn.sign_code_input(P8), P8, 3.0, 0.9),
     ]
