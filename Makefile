@@ -79,8 +79,8 @@ test-package: $(STAMP)
 test-fast: $(STAMP)
 	@start=$$(date +%s); \
 	$(BIN)/ruff check sattn tests tools; \
-	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package -q -n 2 -m "not slow" -p no:nbval; \
-	$(BIN)/python -m pytest tests/notebooks -q -m "not slow"; \
+	BOOK_STALE_FIGURES=warn $(BIN)/python -m pytest tests/package tests/notebooks -q -n 2 -m "not slow" \
+	    -p no:nbval; \
 	$(BIN)/python tests/reliability.py check --warn; \
 	echo "make test-fast: passed in $$(( $$(date +%s) - start )) s"
 

@@ -35,6 +35,7 @@ def test_each_stage_is_timed_and_a_failure_stops_the_run(tmp_path):
     assert "bad" in text and "FAILED (exit 2)" in text and "total" in text
 
 
+@pytest.mark.slow
 def test_a_group_runs_at_once_and_reports_each_member(tmp_path, capsys):
     (tmp_path / "Makefile").write_text(
         "a:\n\t@sleep 2; echo from-a\nb:\n\t@sleep 2; echo from-b; nice\n"
@@ -54,6 +55,7 @@ def test_a_group_runs_at_once_and_reports_each_member(tmp_path, capsys):
 BURN = "import time; t = time.process_time(); all(iter(lambda: time.process_time() - t < 0.6, False))"
 
 
+@pytest.mark.slow
 def test_each_stage_reports_the_cpu_time_of_the_processes_under_it(tmp_path):
     """A stage's CPU time counts its descendants (here a Python child of make's shell), not its
     wall time: a stage that sleeps uses almost none, one that computes about its wall time; a
@@ -82,6 +84,7 @@ def test_an_unwritable_out_path_is_refused_before_any_stage_runs(tmp_path, capsy
     assert "not a writable folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child subreaper is Linux's")
 def test_the_command_line_counts_the_cpu_time_of_orphaned_processes(tmp_path):
     """A process whose parent ends first (as Chromium's renderers do when the browser is closed)

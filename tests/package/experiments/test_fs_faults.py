@@ -92,6 +92,7 @@ def test_a_read_only_out_over_complete_results(finished, tmp_path, capsys):
     assert (out / TASK).read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_read_only_out_in_a_subprocess(finished, tmp_path):
     out = _copy(finished, tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}

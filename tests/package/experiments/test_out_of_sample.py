@@ -175,6 +175,7 @@ def test_summary_offset_of_a_shape_against_the_summary():
         oos.summary_offset("probit", 0.0)
 
 
+@pytest.mark.slow
 def test_calibration_runs_the_rule_end_to_end(old_rows):
     ticks = []
     res = oos.calibrate_decision(old_rows, REG, EXACT, SCALE, reps=4,

@@ -76,6 +76,7 @@ def test_predicted_dmin_is_near_the_shipped_measurement(setup, L):
     assert abs(sum(pred.stop) + pred.p_beyond - 1) < 1e-9
 
 
+@pytest.mark.slow
 def test_predicted_acceptance_matches_the_fast_engine():
     rep = pr.check_success_probability("k1-g1-e3-0.9", 512, [28, 32], n_draws=120, n_samples=SMALL)
     assert rep.ok, rep.message

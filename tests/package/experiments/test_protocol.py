@@ -387,6 +387,7 @@ def test_a_task_draws_its_own_target():
     assert (f.sample_target() != replace(f, Q=1.0).sample_target()).nnz == 0
 
 
+@pytest.mark.slow
 def test_decades_jobs_do_not_change_results_and_resume(tmp_path):
     m1 = reproduce("decades", jobs=1, out=tmp_path / "j1", progress=False, **DEC)
     m2 = reproduce("decades", jobs=2, out=tmp_path / "j2", progress=False, **DEC)

@@ -123,6 +123,7 @@ def _design(rng):
     return n, p, se, groups
 
 
+@pytest.mark.slow
 def test_model_test_holds_its_size_and_detects_a_shift():
     rng = np.random.default_rng(11)
     n, p, se, groups = _design(rng)

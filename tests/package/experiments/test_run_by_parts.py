@@ -200,6 +200,7 @@ def test_acceptance_resumes_inside_a_curve_after_sigkill(tmp_path):
     assert {r["L"] for r in load_acceptance(out)} == {128}
 
 
+@pytest.mark.slow
 def test_jobs_do_not_change_the_curves(tmp_path):
     m1 = reproduce_acceptance(profile="quick", lengths=[64], jobs=1, out=tmp_path / "j1",
                               progress=False)
@@ -244,6 +245,7 @@ def test_the_manifest_adds_up_each_curves_cpu_time_and_counts_parts_stored_witho
     assert whole["task_cpu_seconds_total"]["parts_without"] == 0
 
 
+@pytest.mark.slow
 def test_a_width_counted_in_parts_gives_the_counts_of_counting_it_at_once():
     """The partial set's size carries from part to part (``warm``), so parts add up exactly."""
     task = acceptance_tasks("quick", setups=["k2-g2-e7-0.5"], lengths=[128])[0]

@@ -268,6 +268,7 @@ def test_every_possible_sum_decides_as_the_exact_sums(monkeypatch):
     assert settled >= 2                     # the open cases do occur
 
 
+@pytest.mark.slow
 def test_measure_task_and_csv(tmp_path):
     pay = run_code_task(CodeTask("sign", 256, 1, "quick"))
     row = pay["rows"][0]
